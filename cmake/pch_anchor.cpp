@@ -1,0 +1,2 @@
+// Anchor translation unit for the shared precompiled header target.
+int tl_pch_anchor() { return 0; }

@@ -1,0 +1,1 @@
+int main() { return 1; }  // replaced by the dataload work

@@ -1,0 +1,46 @@
+// Communicator: the collectives tl needs, behind one small interface with an MPI and an NCCL
+// backend. Backends are created through their factories only (mpi/mpi_communicator.h,
+// nccl/nccl_communicator.h); callers hold a Communicator.
+//
+// Threading: a communicator is used from one thread (the training thread); every collective is
+// called by all members in the same order. Errors are sticky: after a failure every later call
+// throws the same error.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+namespace tl::comm {
+
+enum class ReduceOp { Sum, Max, Min };
+
+struct CollectiveOptions {
+  // A collective that has not completed by then throws tl::TimeoutError.
+  std::chrono::milliseconds timeout = std::chrono::minutes(10);
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string backend() const = 0;  // "mpi", "nccl"
+
+  // In place on a contiguous tensor. Sum/Max/Min for float32, float64, int32, int64, uint8.
+  virtual void allreduce(at::Tensor& tensor, ReduceOp op, const CollectiveOptions& options = {}) = 0;
+  virtual void broadcast(at::Tensor& tensor, int root, const CollectiveOptions& options = {}) = 0;
+  // Returns a tensor of shape [size(), *tensor.shape] holding every member's tensor.
+  virtual at::Tensor allgather(const at::Tensor& tensor, const CollectiveOptions& options = {}) = 0;
+  virtual void barrier(const CollectiveOptions& options = {}) = 0;
+  // Collective over all members: those passing the same color >= 0 form a new communicator,
+  // ranked by key (ties by old rank). A member passing color < 0 gets nullptr.
+  virtual std::unique_ptr<Communicator> split(int color, int key,
+                                              const CollectiveOptions& options = {}) = 0;
+};
+
+const char* toString(ReduceOp op);
+
+}  // namespace tl::comm
