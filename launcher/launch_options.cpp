@@ -1,0 +1,83 @@
+#include "launcher/launch_options.h"
+
+#include "common/check.h"
+#include "dataload/dataset.h"
+#include "launcher/flags.h"
+#include "runtime/models/model.h"
+#include "runtime/optim/optimizer.h"
+
+namespace tl::launcher {
+
+LaunchOptions parseLaunchOptions(const std::vector<std::string>& args) {
+  LaunchOptions out;
+  JobConfig& j = out.job;
+  j.model.arch = "cnn";
+  j.dataset = "fashion-mnist";
+  j.optimizer.name = "sgd";
+  j.optimizer.lr = 0.05;
+  j.optimizer.momentum = 0.9;
+  std::string augment = "on";
+  bool noBatchnorm = false;
+  int64_t seed = 0;
+  double bucketMb = 25;
+
+  FlagSet f("tl-launch",
+            "Trains one data-parallel job; run it as `mpirun -np P tl-launch ...`, one process per device.");
+  f.addChoice("model", &j.model.arch, models::modelNames(), "model architecture");
+  f.addInt("depth", &j.model.depth, "depth of the CIFAR ResNet (6n+2: 20, 32, 56, ...)", 0);
+  f.addBool("no-batchnorm", &noBatchnorm, "build the model without BatchNorm layers");
+  f.addDouble("dropout", &j.model.dropout, "dropout probability (negative: the model's default)", -1, 0.99);
+  f.addChoice("dataset", &j.dataset, data::datasetKinds(), "dataset format");
+  f.addString("data-dir", &j.dataDir, "folder holding the dataset files (default for fashion-mnist: " +
+                                          std::string(kFashionMnistDir) + ")");
+  f.addChoice("augment", &augment, {"on", "off"}, "random crop and flip of training images");
+  f.addBool("drop-last", &j.dropLastBatch, "drop each epoch's last short batch");
+  f.addInt("batch", &j.batch, "batch size per worker", 1);
+  f.addInt("workers", &j.workers, "loader threads per process (0: load on the training thread)", 0, 256);
+  f.addInt("prefetch", &j.prefetch, "batches prepared ahead per loader thread", 1, 64);
+  f.addInt("epochs", &j.epochs, "epochs to train (default 1 unless --steps is given)", 0);
+  f.addInt("steps", &j.steps, "optimizer steps to train (instead of --epochs); 0 = none", 0);
+  f.addChoice("optimizer", &j.optimizer.name, optim::optimizerNames(), "optimizer");
+  f.addDouble("lr", &j.optimizer.lr, "base learning rate", 0);
+  f.addDouble("momentum", &j.optimizer.momentum, "momentum (sgd, nesterov)", 0, 1);
+  f.addDouble("weight-decay", &j.optimizer.weightDecay, "weight decay", 0);
+  f.addDouble("beta1", &j.optimizer.beta1, "Adam beta1", 0, 1);
+  f.addDouble("beta2", &j.optimizer.beta2, "Adam beta2", 0, 1);
+  f.addDouble("rho", &j.optimizer.rho, "Adadelta rho", 0, 1);
+  f.addChoice("lr-schedule", &j.schedule.kind, {"constant", "step", "cosine"}, "learning-rate schedule");
+  f.addDouble("lr-step-epochs", &j.schedule.stepEpochs, "step schedule: epochs between decays", 0);
+  f.addDouble("lr-gamma", &j.schedule.gamma, "step schedule: decay factor", 0, 1);
+  f.addDouble("warmup-epochs", &j.schedule.warmupEpochs, "linear warm-up length in epochs", 0);
+  f.addDouble("min-lr", &j.schedule.minLr, "cosine schedule: final learning rate", 0);
+  f.addInt("seed", &seed, "seed of the job (model init, data order, augmentation)", 0);
+  f.addChoice("device", &j.device, {"cpu", "cuda"}, "device of each process");
+  f.addInt("compute-threads", &j.computeThreads, "intra-op threads per worker (part of the job's result)", 1, 256);
+  f.addChoice("reduction", &j.reduction, {"exact", "fp32"}, "gradient reduction");
+  f.addDouble("bucket-mb", &bucketMb, "gradient bucket size in MiB", 0.001, 4096);
+  f.addString("output-dir", &j.outputDir, "folder for metrics.jsonl and summary.json");
+  f.addBool("eval", &j.eval, "evaluate on the test set after every epoch");
+  f.addString("save-model", &j.saveModel, "write the model's state dict (torch.load-able) here at the end");
+  f.addInt("log-every", &j.logEvery, "progress line every this many steps (0: none)", 0);
+
+  if (!f.parse(args)) {
+    out.help = true;
+    out.usage = f.usage();
+    return out;
+  }
+  TL_REQUIRE(!(f.given("epochs") && f.given("steps")), "give --epochs or --steps, not both");
+  if (!f.given("epochs") && !f.given("steps")) j.epochs = 1;
+  TL_REQUIRE(j.model.arch != "resnet" || f.given("depth"),
+             "--model resnet needs --depth (6n+2: 20, 32, 44, 56, 110)");
+  TL_REQUIRE(j.model.arch == "resnet" || !f.given("depth"), "--depth applies to --model resnet only");
+  j.model.batchNorm = !noBatchnorm;
+  j.augment = augment == "on";
+  j.seed = uint64_t(seed);
+  j.bucketBytes = int64_t(bucketMb * 1024 * 1024);
+  if (!f.given("reduction")) j.reduction = "fp32";
+  if (j.dataDir.empty() && j.dataset == "fashion-mnist") j.dataDir = kFashionMnistDir;
+  TL_REQUIRE(!j.outputDir.empty() || !f.given("output-dir"), "--output-dir: must not be empty");
+  validate(j);
+  return out;
+}
+
+}  // namespace tl::launcher

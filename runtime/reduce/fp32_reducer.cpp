@@ -1,0 +1,94 @@
+#include <ATen/ATen.h>
+
+#include "common/check.h"
+#include "runtime/reduce/gradient_reducer.h"
+
+namespace tl::reduce {
+namespace {
+
+// A flat buffer holding several gradients back to back, reduced with one collective.
+struct Bucket {
+  at::Tensor flat;
+  std::vector<size_t> members;   // parameter indices
+  std::vector<int64_t> offsets;  // element offset of each member in `flat`
+};
+
+class Fp32Reducer final : public GradientReducer {
+ public:
+  Fp32Reducer(comm::Communicator& comm, const std::vector<at::Tensor>& params, int64_t bucketBytes)
+      : comm_(comm) {
+    TL_CHECK(!params.empty(), "no parameters to reduce");
+    shapes_.reserve(params.size());
+    for (const auto& p : params) shapes_.push_back(p.sizes().vec());
+    // Reverse parameter order, as DDP does: the last layers' gradients are ready first.
+    Bucket current;
+    int64_t currentElems = 0;
+    const int64_t limit = std::max<int64_t>(1, bucketBytes / int64_t(sizeof(float)));
+    auto close = [&] {
+      if (current.members.empty()) return;
+      current.flat = at::zeros({currentElems}, params[current.members[0]].options().dtype(at::kFloat));
+      buckets_.push_back(std::move(current));
+      current = Bucket{};
+      currentElems = 0;
+    };
+    for (size_t k = params.size(); k-- > 0;) {
+      int64_t n = params[k].numel();
+      if (currentElems > 0 && currentElems + n > limit) close();
+      current.members.push_back(k);
+      current.offsets.push_back(currentElems);
+      currentElems += n;
+    }
+    close();
+  }
+
+  std::string mode() const override { return "fp32"; }
+
+  void beginStep() override { contributions_ = 0; }
+
+  void addContribution(const std::vector<at::Tensor>& grads) override {
+    TL_CHECK_EQ(grads.size(), shapes_.size(), "gradient count differs from parameter count");
+    for (auto& b : buckets_) {
+      for (size_t m = 0; m < b.members.size(); ++m) {
+        const at::Tensor& g = grads[b.members[m]];
+        auto slot = b.flat.narrow(0, b.offsets[m], g.numel());
+        if (contributions_ == 0) slot.copy_(g.reshape({-1}));
+        else slot.add_(g.reshape({-1}));
+      }
+    }
+    ++contributions_;
+  }
+
+  bool finish(std::vector<at::Tensor>& out, int64_t totalContributions) override {
+    TL_CHECK_GT(totalContributions, 0);
+    TL_CHECK_EQ(out.size(), shapes_.size());
+    if (contributions_ == 0) {
+      for (auto& b : buckets_) b.flat.zero_();  // a process with no local worker still joins
+    }
+    const double scale = 1.0 / double(totalContributions);
+    for (auto& b : buckets_) {
+      comm_.allreduce(b.flat, comm::ReduceOp::Sum);
+      b.flat.mul_(scale);
+      for (size_t m = 0; m < b.members.size(); ++m) {
+        at::Tensor& dst = out[b.members[m]];
+        dst.copy_(b.flat.narrow(0, b.offsets[m], dst.numel()).view(dst.sizes()));
+      }
+    }
+    return true;
+  }
+
+ private:
+  comm::Communicator& comm_;
+  std::vector<std::vector<int64_t>> shapes_;
+  std::vector<Bucket> buckets_;
+  int64_t contributions_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<GradientReducer> createFp32Reducer(comm::Communicator& comm,
+                                                   const std::vector<at::Tensor>& params,
+                                                   int64_t bucketBytes) {
+  return std::make_unique<Fp32Reducer>(comm, params, bucketBytes);
+}
+
+}  // namespace tl::reduce

@@ -1,0 +1,44 @@
+// Gradient reduction across data-parallel workers.
+//
+// A step goes: beginStep(); addContribution(grads) once per local worker; finish(out, total),
+// which combines every process's contributions and writes the mean over all `total`
+// contributions into `out`. With one contribution per process this is DDP's allreduce-average;
+// with several (logical workers multiplexed on a process) the same call sequence applies.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "runtime/comm/communicator.h"
+
+namespace tl::reduce {
+
+class GradientReducer {
+ public:
+  virtual ~GradientReducer() = default;
+  virtual std::string mode() const = 0;
+
+  virtual void beginStep() = 0;
+  // `grads` in parameter order, same shapes every call. The reducer copies what it needs.
+  virtual void addContribution(const std::vector<at::Tensor>& grads) = 0;
+  // Returns false when the step must be recomputed and contributed again (a mode whose
+  // speculative choices turned out wrong); `out` is then untouched.
+  virtual bool finish(std::vector<at::Tensor>& out, int64_t totalContributions) = 0;
+
+  // State that later results depend on, for checkpoints (empty for stateless modes).
+  virtual std::vector<std::pair<std::string, at::Tensor>> state() const { return {}; }
+  virtual void loadState(const std::vector<std::pair<std::string, at::Tensor>>& state) {}
+};
+
+// Plain float allreduce in buckets of about `bucketBytes` (DDP's default is 25 MiB). Fast; the
+// bits depend on the number of processes and the collective's summation order.
+std::unique_ptr<GradientReducer> createFp32Reducer(comm::Communicator& comm,
+                                                   const std::vector<at::Tensor>& params,
+                                                   int64_t bucketBytes);
+
+}  // namespace tl::reduce

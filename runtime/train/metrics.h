@@ -1,0 +1,49 @@
+// Training metrics: a JSON-lines log (one record per step and per epoch) and the per-epoch
+// table printed at the end of every epoch.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace tl::train {
+
+struct EpochSummary {
+  int64_t epoch = 0;
+  int64_t steps = 0;
+  bool partial = false;     // the run ended inside this epoch
+  double dataWaitSeconds = 0;
+  double computeSeconds = 0;
+  double commSeconds = 0;
+  double totalSeconds = 0;
+  double meanLoss = 0;
+  double trainAccuracy = 0;
+  double imagesPerSecond = 0;
+  bool evaluated = false;
+  double testLoss = 0;
+  double testAccuracy = 0;
+};
+
+nlohmann::json toJson(const EpochSummary& e);
+
+// The epoch table: a header and one row per epoch, fixed-width columns.
+std::string epochTableHeader();
+std::string epochTableRow(const EpochSummary& e);
+
+// Appends JSON records, one per line, flushed as written. A default-constructed log is a
+// no-op (ranks other than 0 hold one).
+class MetricsLog {
+ public:
+  MetricsLog() = default;
+  explicit MetricsLog(const std::string& path);  // truncates; InputError if it cannot be opened
+  void write(const nlohmann::json& record);
+  bool enabled() const { return out_.is_open(); }
+
+ private:
+  std::ofstream out_;
+  std::string path_;
+};
+
+}  // namespace tl::train

@@ -1,0 +1,87 @@
+#include "runtime/train/step.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/functional/loss.h>
+
+#include "common/check.h"
+#include "common/sha256.h"
+
+namespace tl::train {
+
+BatchStats forwardBackward(models::Model& model, const at::Tensor& images, const at::Tensor& labels) {
+  for (auto& p : model.parameters()) {
+    if (p.grad().defined()) p.mutable_grad().zero_();
+  }
+  at::Tensor logits = model.forward(images);
+  at::Tensor loss = at::cross_entropy_loss(logits, labels);
+  loss.backward();
+  BatchStats s;
+  s.samples = labels.size(0);
+  s.lossSum = loss.item<double>() * double(s.samples);
+  {
+    at::NoGradGuard noGrad;
+    s.correct = logits.argmax(1).eq(labels).sum().item<int64_t>();
+  }
+  return s;
+}
+
+std::vector<at::Tensor> gradients(models::Model& model) {
+  std::vector<at::Tensor> grads;
+  for (auto& p : model.parameters()) {
+    if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
+    grads.push_back(p.grad());
+  }
+  return grads;
+}
+
+namespace {
+
+void broadcastEach(std::vector<at::Tensor> tensors, comm::Communicator& comm, int root) {
+  at::NoGradGuard noGrad;
+  for (auto& t : tensors) {
+    // Broadcast needs contiguous memory; module tensors always are, but be safe.
+    if (t.is_contiguous()) {
+      comm.broadcast(t, root);
+    } else {
+      at::Tensor tmp = t.contiguous();
+      comm.broadcast(tmp, root);
+      t.copy_(tmp);
+    }
+  }
+}
+
+}  // namespace
+
+void broadcastState(models::Model& model, comm::Communicator& comm, int root) {
+  if (comm.size() == 1) return;
+  broadcastEach(model.parameters(), comm, root);
+  broadcastEach(model.buffers(), comm, root);
+}
+
+void broadcastBuffers(models::Model& model, comm::Communicator& comm, int root) {
+  if (comm.size() == 1) return;
+  broadcastEach(model.buffers(), comm, root);
+}
+
+BatchStats allreduceStats(const BatchStats& local, comm::Communicator& comm) {
+  at::Tensor t = at::tensor({local.lossSum, double(local.correct), double(local.samples)},
+                            at::TensorOptions().dtype(at::kDouble));
+  comm.allreduce(t, comm::ReduceOp::Sum);
+  auto a = t.accessor<double, 1>();
+  BatchStats out;
+  out.lossSum = a[0];
+  out.correct = int64_t(a[1]);
+  out.samples = int64_t(a[2]);
+  return out;
+}
+
+std::string paramsSha256(const models::Model& model) {
+  Sha256 h;
+  for (const auto& [name, tensor] : models::stateDict(model)) {
+    at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
+    h.update(t.data_ptr(), t.numel() * t.element_size());
+  }
+  return h.hexDigest();
+}
+
+}  // namespace tl::train

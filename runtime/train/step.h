@@ -1,0 +1,48 @@
+// The pieces of one data-parallel training step, shared by every way of running workers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "runtime/comm/communicator.h"
+#include "runtime/models/model.h"
+
+namespace tl::train {
+
+// Loss and accuracy of one micro-batch.
+struct BatchStats {
+  double lossSum = 0;   // loss × samples, so batches of different sizes average correctly
+  int64_t correct = 0;
+  int64_t samples = 0;
+  void add(const BatchStats& o) {
+    lossSum += o.lossSum;
+    correct += o.correct;
+    samples += o.samples;
+  }
+  double meanLoss() const { return samples ? lossSum / double(samples) : 0.0; }
+  double accuracy() const { return samples ? double(correct) / double(samples) : 0.0; }
+};
+
+// Clears the gradients, runs forward, mean cross-entropy and backward. The model must be in
+// training mode. Leaves the gradients in the parameters' .grad().
+BatchStats forwardBackward(models::Model& model, const at::Tensor& images, const at::Tensor& labels);
+
+// The parameters' gradients in parameter order; undefined ones become zeros (a parameter a
+// worker did not use still takes part in the reduction, as in DDP).
+std::vector<at::Tensor> gradients(models::Model& model);
+
+// DDP's start: every rank takes rank `root`'s parameters and buffers.
+void broadcastState(models::Model& model, comm::Communicator& comm, int root = 0);
+// DDP's broadcast_buffers: before each forward every rank takes `root`'s buffers.
+void broadcastBuffers(models::Model& model, comm::Communicator& comm, int root = 0);
+
+// Sums BatchStats across ranks (one small float64 allreduce).
+BatchStats allreduceStats(const BatchStats& local, comm::Communicator& comm);
+
+// SHA-256 of the raw bytes of every parameter and buffer, in state-dict order.
+std::string paramsSha256(const models::Model& model);
+
+}  // namespace tl::train

@@ -1,0 +1,38 @@
+#include "runtime/train/summary.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/files.h"
+
+namespace tl::train {
+
+nlohmann::json summaryJson(const TrainResult& r, const JobConfig& config, const RunInfo& info) {
+  nlohmann::json j;
+  j["steps"] = r.steps;
+  j["epochs_completed"] = r.epochsCompleted;
+  j["final_loss"] = r.finalLoss;
+  j["train_acc"] = r.trainAccuracy;
+  if (r.evaluated) {
+    j["test_acc"] = r.testAccuracy;
+    j["test_loss"] = r.testLoss;
+  } else {
+    j["test_acc"] = nullptr;
+  }
+  j["images_per_s"] = r.imagesPerSecond;
+  j["wall_time_s"] = r.wallSeconds;
+  j["params_sha256"] = r.paramsSha256;
+  j["processes"] = info.processes;
+  j["logical_workers"] = info.logicalWorkers;
+  j["placement"] = info.placement;
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const auto& e : r.epochs) epochs.push_back(toJson(e));
+  j["epochs"] = epochs;
+  j["config"] = toJson(config);
+  return j;
+}
+
+void writeSummary(const nlohmann::json& summary, const std::string& dir) {
+  writeFileAtomic(joinPath(dir, "summary.json"), summary.dump(2) + "\n");
+}
+
+}  // namespace tl::train

@@ -1,0 +1,65 @@
+#include <gtest/gtest.h>
+
+#include "common/check.h"
+#include "launcher/flags.h"
+#include "launcher/launch_options.h"
+
+namespace {
+
+using tl::launcher::parseLaunchOptions;
+
+std::string errorOf(const std::vector<std::string>& args) {
+  try {
+    parseLaunchOptions(args);
+  } catch (const tl::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Flags, ParsesValuesInBothForms) {
+  auto o = parseLaunchOptions({"--model", "resnet", "--depth=20", "--batch", "16", "--lr=0.2",
+                               "--eval", "--dataset", "cifar10", "--data-dir", "/d", "--steps", "7"});
+  EXPECT_EQ(o.job.model.arch, "resnet");
+  EXPECT_EQ(o.job.model.depth, 20);
+  EXPECT_EQ(o.job.batch, 16);
+  EXPECT_DOUBLE_EQ(o.job.optimizer.lr, 0.2);
+  EXPECT_TRUE(o.job.eval);
+  EXPECT_EQ(o.job.steps, 7);
+  EXPECT_EQ(o.job.epochs, 0);
+}
+
+TEST(Flags, DefaultsToOneEpochOfFashionMnist) {
+  auto o = parseLaunchOptions({});
+  EXPECT_EQ(o.job.epochs, 1);
+  EXPECT_EQ(o.job.dataset, "fashion-mnist");
+  EXPECT_EQ(o.job.dataDir, tl::launcher::kFashionMnistDir);
+}
+
+TEST(Flags, HelpIsNotAnError) {
+  auto o = parseLaunchOptions({"--help"});
+  EXPECT_TRUE(o.help);
+  EXPECT_NE(o.usage.find("--compute-threads"), std::string::npos);
+}
+
+TEST(Flags, BadInputNamesTheFlag) {
+  EXPECT_NE(errorOf({"--bogus", "1"}).find("unknown flag --bogus"), std::string::npos);
+  EXPECT_NE(errorOf({"--batch", "0"}).find("--batch: must be at least 1, got 0"), std::string::npos);
+  EXPECT_NE(errorOf({"--batch", "abc"}).find("--batch: expected an integer, got 'abc'"), std::string::npos);
+  EXPECT_NE(errorOf({"--model", "vgg"}).find("--model: unknown value 'vgg'"), std::string::npos);
+  EXPECT_NE(errorOf({"--lr"}).find("--lr: missing value"), std::string::npos);
+  EXPECT_NE(errorOf({"--epochs", "1", "--steps", "3"}).find("not both"), std::string::npos);
+  EXPECT_NE(errorOf({"--model", "resnet"}).find("--depth"), std::string::npos);
+  EXPECT_NE(errorOf({"--device", "tpu"}).find("--device: unknown value 'tpu'"), std::string::npos);
+  EXPECT_NE(errorOf({"--eval", "--eval"}).find("more than once"), std::string::npos);
+  EXPECT_NE(errorOf({"stray"}).find("unexpected argument 'stray'"), std::string::npos);
+}
+
+TEST(Flags, IntList) {
+  EXPECT_EQ(tl::launcher::parseIntList("2,1,1", "--placement"), (std::vector<int64_t>{2, 1, 1}));
+  EXPECT_THROW(tl::launcher::parseIntList("2,,1", "--placement"), tl::InputError);
+  EXPECT_THROW(tl::launcher::parseIntList("2,1,", "--placement"), tl::InputError);
+  EXPECT_THROW(tl::launcher::parseIntList("", "--placement"), tl::InputError);
+}
+
+}  // namespace

@@ -1,0 +1,154 @@
+// End-to-end: tl-launch under real mpirun on small synthetic CIFAR-format data.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/run_command.h"
+
+namespace {
+
+using tl::testing::CommandResult;
+using tl::testing::countOccurrences;
+using tl::testing::freshDir;
+using tl::testing::runCommand;
+using tl::testing::slurp;
+
+std::string gDataDir;
+
+std::string mpirun(int np) {
+  return std::string(TL_MPIEXEC) + " --oversubscribe -np " + std::to_string(np) + " ";
+}
+
+class LaunchE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    gDataDir = freshDir("e2e_data");
+    auto scratch = freshDir("e2e_data_gen");
+    auto r = runCommand(std::string(TL_DATA_BIN) + " synth --out " + gDataDir +
+                            " --train 512 --test 256 --seed 1",
+                        120, scratch);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+  }
+
+  // Runs tl-launch on the synthetic data with `np` processes; `extra` appended to the flags.
+  CommandResult launch(int np, const std::string& outDir, const std::string& extra,
+                       int timeout = 240) {
+    std::string cmd = mpirun(np) + TL_LAUNCH_BIN + " --dataset cifar10 --data-dir " + gDataDir +
+                      " --model cnn --batch 16 --lr 0.05 --momentum 0.9 --log-every 0 --output-dir " +
+                      outDir + " " + extra;
+    return runCommand(cmd, timeout, outDir);
+  }
+
+  static nlohmann::json summary(const std::string& outDir) {
+    return nlohmann::json::parse(slurp(outDir + "/summary.json"));
+  }
+};
+
+TEST_F(LaunchE2E, TrainsWritesMetricsAndTheLossDecreases) {
+  auto out = freshDir("e2e_train");
+  // 512 samples / 2 ranks / batch 16 = 16 steps per epoch: 40 steps cross two epoch boundaries.
+  auto r = launch(2, out, "--steps 40 --eval --workers 2");
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  auto s = summary(out);
+  EXPECT_EQ(s["steps"], 40);
+  EXPECT_EQ(s["epochs_completed"], 2);
+  EXPECT_EQ(s["processes"], 2);
+  EXPECT_EQ(s["params_sha256"].get<std::string>().size(), 64u);
+  EXPECT_GT(s["images_per_s"].get<double>(), 0);
+  EXPECT_GT(s["test_acc"].get<double>(), 0.2) << "chance is 0.1 on 10 classes";
+
+  std::ifstream metrics(out + "/metrics.jsonl");
+  std::vector<double> losses;
+  int epochs = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j["type"] == "step") losses.push_back(j["loss"]);
+    if (j["type"] == "epoch") {
+      ++epochs;
+      EXPECT_GE(j["total_s"].get<double>(), j["compute_s"].get<double>());
+      EXPECT_TRUE(j.contains("data_wait_s") && j.contains("comm_s") && j.contains("train_acc"));
+    }
+  }
+  ASSERT_EQ(losses.size(), 40u);
+  EXPECT_EQ(epochs, 3) << "two full epochs and the partial third";
+  double first = 0, last = 0;
+  for (int i = 0; i < 5; ++i) {
+    first += losses[i];
+    last += losses[losses.size() - 1 - i];
+  }
+  EXPECT_LT(last, 0.7 * first) << "loss did not decrease: first5=" << first / 5 << " last5=" << last / 5;
+  EXPECT_NE(r.out.find("avg loss"), std::string::npos) << "epoch table missing:\n" << r.out;
+}
+
+TEST_F(LaunchE2E, SameSeedGivesSameParamsWhateverTheLoaderThreads) {
+  auto a = freshDir("e2e_seed_a"), b = freshDir("e2e_seed_b"), c = freshDir("e2e_seed_c");
+  ASSERT_EQ(launch(2, a, "--steps 12 --seed 3 --workers 2").exitCode, 0);
+  ASSERT_EQ(launch(2, b, "--steps 12 --seed 3 --workers 0").exitCode, 0);
+  ASSERT_EQ(launch(2, c, "--steps 12 --seed 4 --workers 2").exitCode, 0);
+  EXPECT_EQ(summary(a)["params_sha256"], summary(b)["params_sha256"]);
+  EXPECT_NE(summary(a)["params_sha256"], summary(c)["params_sha256"]);
+}
+
+TEST_F(LaunchE2E, RunsOnThreeProcessesWithResNet20) {
+  auto out = freshDir("e2e_resnet");
+  auto r = launch(3, out, "--model resnet --depth 20 --steps 3 --batch 8");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(summary(out)["processes"], 3);
+}
+
+TEST_F(LaunchE2E, SavesTheInitialModelForPyTorch) {
+  auto out = freshDir("e2e_save");
+  std::string path = out + "/init.pt";
+  auto r = launch(2, out, "--steps 0 --save-model " + path);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_TRUE(std::filesystem::exists(path));
+  auto py = runCommand("/usr/bin/python3 -c \"import torch,sys; sd=torch.load(sys.argv[1]); "
+                       "print(len(sd), sd['conv1.weight'].shape[1])\" " + path,
+                       120, out);
+  if (py.err.find("No module named 'torch'") != std::string::npos) GTEST_SKIP() << "no python3-torch";
+  ASSERT_EQ(py.exitCode, 0) << py.err;
+  EXPECT_NE(py.out.find(" 3"), std::string::npos) << "conv1 should take 3 input channels: " << py.out;
+}
+
+struct BadInput {
+  std::string name;
+  std::string flags;
+  std::string expected;  // must appear exactly once in stderr
+};
+
+TEST_F(LaunchE2E, BadInputFailsFastWithOneClearMessageOnEveryRank) {
+  auto work = freshDir("e2e_bad");
+  // A copy of the data with a truncated training file.
+  auto truncated = work + "/truncated";
+  std::filesystem::copy(gDataDir, truncated);
+  auto victim = truncated + "/data_batch_2.bin";
+  std::filesystem::resize_file(victim, std::filesystem::file_size(victim) - 100);
+  std::ofstream(work + "/a-file") << "x";
+
+  std::vector<BadInput> cases = {
+      {"missing data", "--data-dir " + work + "/nowhere", work + "/nowhere"},
+      {"truncated file", "--data-dir " + truncated, "data_batch_2.bin"},
+      {"unknown model", "--model vgg19", "--model: unknown value 'vgg19'"},
+      {"unknown flag", "--frobnicate 3", "unknown flag --frobnicate"},
+      {"cuda without gpu", "--device cuda", "--device cuda: no CUDA device"},
+      {"batch zero", "--batch 0", "--batch: must be at least 1"},
+      {"unwritable output", "--output-dir " + work + "/a-file/out", "a-file/out"},
+  };
+  for (const auto& c : cases) {
+    // Later flags override nothing: tl-launch refuses repeats, so each case adds its own.
+    std::string cmd = mpirun(2) + TL_LAUNCH_BIN + " --dataset cifar10 --steps 2 " +
+                      (c.flags.find("--data-dir") == std::string::npos ? "--data-dir " + gDataDir + " " : "") +
+                      c.flags;
+    auto r = runCommand(cmd, 60, work);
+    EXPECT_NE(r.exitCode, 0) << c.name;
+    EXPECT_NE(r.exitCode, 124) << c.name << ": hung";
+    EXPECT_EQ(countOccurrences(r.err, "tl-launch: error:"), 1) << c.name << "\n" << r.err;
+    EXPECT_EQ(countOccurrences(r.err, c.expected), 1) << c.name << ": expected '" << c.expected
+                                                      << "' in:\n" << r.err;
+    EXPECT_LT(r.seconds, 30) << c.name;
+  }
+}
+
+}  // namespace
