@@ -30,9 +30,10 @@ SampleRng::SampleRng(uint64_t seed, int64_t epoch, int64_t index) {
   counter_[3] = uint32_t(uint64_t(index) >> 32);
 }
 
-void SampleRng::refill() {
-  uint32_t c[4] = {counter_[0], counter_[1], counter_[2], counter_[3]};
-  uint32_t k0 = key_[0], k1 = key_[1];
+void SampleRng::philox4x32x10(const uint32_t counter[4], const uint32_t key[2],
+                              uint32_t out[4]) {
+  uint32_t c[4] = {counter[0], counter[1], counter[2], counter[3]};
+  uint32_t k0 = key[0], k1 = key[1];
   for (int round = 0; round < 10; ++round) {
     uint64_t p0 = uint64_t(kMul0) * c[0];
     uint64_t p1 = uint64_t(kMul1) * c[2];
@@ -45,7 +46,11 @@ void SampleRng::refill() {
     k0 += kWeyl0;
     k1 += kWeyl1;
   }
-  for (int i = 0; i < 4; ++i) out_[i] = c[i];
+  for (int i = 0; i < 4; ++i) out[i] = c[i];
+}
+
+void SampleRng::refill() {
+  philox4x32x10(counter_, key_, out_);
   if (++counter_[0] == 0) ++counter_[1];
   used_ = 0;
 }
@@ -55,19 +60,27 @@ uint32_t SampleRng::nextU32() {
   return out_[used_++];
 }
 
+// The draws are taken in named statements: the operands of one expression are evaluated in an
+// unspecified order, and a compiler that picked the other order would change every sample.
+uint64_t SampleRng::nextU64() {
+  uint64_t high = nextU32();
+  uint64_t low = nextU32();
+  return (high << 32) | low;
+}
+
 double SampleRng::uniform() {
-  uint64_t bits = (uint64_t(nextU32()) << 21) ^ (nextU32() >> 11);  // 53 random bits
+  uint64_t bits = nextU64() >> 11;  // 53 random bits
   return double(bits) * (1.0 / 9007199254740992.0);
 }
 
 int64_t SampleRng::uniformInt(int64_t lo, int64_t hi) {
   TL_CHECK_LE(lo, hi);
   uint64_t span = uint64_t(hi - lo) + 1;
-  if (span == 0) return int64_t(uint64_t(nextU32()) << 32 | nextU32());
+  if (span == 0) return int64_t(nextU64());
   // Rejection sampling keeps the draw unbiased.
   uint64_t limit = (~uint64_t(0)) - ((~uint64_t(0)) % span);
   while (true) {
-    uint64_t r = (uint64_t(nextU32()) << 32) | nextU32();
+    uint64_t r = nextU64();
     if (r < limit) return lo + int64_t(r % span);
   }
 }

@@ -13,11 +13,17 @@ class SampleRng {
   SampleRng(uint64_t seed, int64_t epoch, int64_t index);
   // Next 32 random bits.
   uint32_t nextU32();
+  // Next 64 random bits: the next two 32-bit draws, the first one high.
+  uint64_t nextU64();
   // Uniform in [0, 1).
   double uniform();
   // Uniform integer in [lo, hi] (inclusive).
   int64_t uniformInt(int64_t lo, int64_t hi);
   bool bernoulli(double p) { return uniform() < p; }
+
+  // The bare block function (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3"),
+  // exposed so that tests can check it against the published known-answer vectors.
+  static void philox4x32x10(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4]);
 
  private:
   void refill();
