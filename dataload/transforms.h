@@ -1,6 +1,7 @@
 // Transforms from a uint8 HWC image to a float CHW tensor slot, with per-sample randomness.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,30 +21,66 @@ Normalization cifarNormalization();
 // MNIST-like (1 channel): mean 0.1307, std 0.3081 (MNIST); Fashion-MNIST: 0.2860, 0.3530.
 Normalization mnistNormalization();
 Normalization fashionMnistNormalization();
+// The normalization of a dataset kind ("cifar10", "mnist", "fashion-mnist"); InputError for
+// another kind.
+Normalization normalizationFor(const std::string& kind);
+
+// A normalized value is exactly what torchvision's ToTensor() + Normalize(mean, std) computes
+// in float32: ((x / 255.f) - mean) / std, each operation rounded to float. The transforms read
+// it from a per-channel table of the 256 possible bytes, so the bits cannot depend on how the
+// compiler contracts or vectorises arithmetic.
+float normalizedValue(uint8_t pixel, float mean, float std);
 
 class Transform {
  public:
   virtual ~Transform() = default;
+  // InputError when the transform cannot take images of `input` shape (channel count differs
+  // from the normalization's, crop larger than the padded image).
   virtual ImageShape outputShape(const ImageShape& input) const = 0;
   // Writes outputShape(in.shape).numel() floats, CHW, to `out`. Draws only from `rng`.
   virtual void apply(const ImageView& in, SampleRng& rng, float* out) const = 0;
 };
 
+// What augmentation means (the draws, in this order, define every augmented sample's bytes):
+//   top  = rng.uniformInt(0, H + 2 * padding - crop)   (row offset into the zero-padded image)
+//   left = rng.uniformInt(0, W + 2 * padding - crop)
+//   flip = hflip && rng.bernoulli(0.5)                   (no draw when hflip is false)
+// The output pixel (y, x) is the padded image's (top + y, left + x), mirrored within the crop
+// when flip is set; padding pixels are byte 0, normalized like any other 0. This is
+// torchvision's RandomCrop(crop, padding) followed by RandomHorizontalFlip() and Normalize().
+// With augment == false the crop is centred and never flipped (no draws), so when the crop
+// equals the image size the output is the normalized image itself.
+//
+// cropSize 0 means "the input's own size": with padding p > 0 that is a random translation
+// by up to p pixels, with padding 0 no crop at all. That is the MNIST-like convention
+// (mnistLikeAugmentation): digits and garments are centred and flipping changes their
+// meaning, so the default is no crop and no flip, and a translation (padding 2) is opt-in.
 struct CropFlipOptions {
-  int cropSize = 32;      // 0: no crop
+  int cropSize = 32;      // 0: the input's size
   int padding = 4;        // zero padding on each side before the random crop
   bool hflip = true;      // horizontal flip with p = 0.5
   bool augment = true;    // false: no crop, no flip (evaluation, --augment off)
   Normalization norm;
 };
 
+// CIFAR-10 training: crop 32 after padding 4, flip, CIFAR normalization.
+CropFlipOptions cifarAugmentation();
+// MNIST-like training: no crop, no flip, the given normalization; set padding to translate.
+CropFlipOptions mnistLikeAugmentation(const Normalization& norm);
+// The training augmentation of a dataset kind; InputError for another kind.
+CropFlipOptions augmentationFor(const std::string& kind);
+
 // Random crop (with zero padding) + horizontal flip + normalize, fused in one pass.
+// InputError for an invalid normalization (sizes differ, std not positive) or negative sizes.
 std::unique_ptr<Transform> makeCropFlipNormalize(const CropFlipOptions& options);
 
 // Normalize only (evaluation).
 std::unique_ptr<Transform> makeNormalize(const Normalization& norm);
 
-// A dataset with its transform and seed: what a loader worker runs for one sample.
+// A dataset with its transform and seed: what a loader worker runs for one sample. The
+// sample's randomness is SampleRng(seed, epoch, index): the same sample in the same epoch gets
+// the same bytes whichever thread loads it. InputError from the constructor when the
+// transform cannot take the dataset's images.
 class SamplePipeline {
  public:
   SamplePipeline(std::shared_ptr<const Dataset> dataset, std::shared_ptr<const Transform> transform,
