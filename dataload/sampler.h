@@ -17,7 +17,8 @@ struct SamplerOptions {
 
 // Same index lists as torch.utils.data.DistributedSampler: randperm with a generator seeded
 // with seed + epoch (libtorch's own randperm), pad or drop to a multiple of numReplicas,
-// then indices[rank::numReplicas].
+// then indices[rank::numReplicas]. InputError on bad options: empty dataset, fewer than one
+// replica, rank outside 0..R-1, or drop_last leaving a replica no samples.
 class DistributedSampler {
  public:
   explicit DistributedSampler(const SamplerOptions& options);  // InputError on bad options
@@ -45,6 +46,10 @@ struct BatchRequest {
 
 // Walks one replica's shard batch by batch, across epoch boundaries, as a DataLoader over the
 // sampler would (batch size B; the last short batch kept unless dropLastBatch).
+// cursor() is canonical: after the last batch of epoch e it reads (e + 1, 0). A stream built
+// from a saved cursor continues with exactly the batches the saved stream would have given.
+// InputError when the batch size is 0, an epoch would hold no batch, or the cursor lies
+// outside the shard.
 class BatchStream {
  public:
   BatchStream(const DistributedSampler& sampler, int64_t batchSize, bool dropLastBatch,
@@ -54,6 +59,8 @@ class BatchStream {
   int64_t batchesPerEpoch() const;
 
  private:
+  int64_t epochEnd() const;  // samples of the shard one epoch consumes
+  void normalize();
   DistributedSampler sampler_;
   int64_t batchSize_;
   bool dropLastBatch_;
