@@ -3,6 +3,15 @@
 // Threading: next(), setWorkers() and stats() are called from the training thread. Workers
 // fill batches in any order; next() hands them out strictly in plan order. A batch's bytes
 // depend only on its request (per-sample randomness), never on the pool.
+//
+// Work is split into tasks of a few samples of one batch, so several workers share a batch
+// and a small prefetch still keeps every worker busy. Up to workers * prefetch batches are in
+// flight; with no workers next() loads the next batch itself.
+//
+// Errors are sticky: when a sample fails (a decode error, a bad index) or the plan throws, the
+// batches before it are still returned, then next() rethrows that same exception object, and
+// does so on every later call. The destructor stops the workers after their current task and
+// joins them, wherever the consumer or the plan stopped.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +29,7 @@ namespace tl::data {
 struct LoaderOptions {
   int workers = 0;   // 0: load on the calling thread inside next()
   int prefetch = 2;  // batches prepared ahead of the consumer, per worker
+  int samplesPerTask = 8;  // how many samples of a batch one worker takes at a time
 };
 
 struct Batch {
@@ -31,8 +41,11 @@ struct Batch {
 struct LoaderStats {
   int64_t batches = 0;
   int64_t images = 0;
-  double waitSeconds = 0;        // time next() spent blocked (the consumer starved)
-  double workerBusySeconds = 0;  // summed over workers: time spent producing samples
+  // Time next() spent before its batch was ready (the consumer starved). With no workers that
+  // includes loading the batch on the calling thread.
+  double waitSeconds = 0;
+  // Summed over workers (and the calling thread when it loads): time spent producing samples.
+  double workerBusySeconds = 0;
   int workers = 0;
 };
 
@@ -42,6 +55,7 @@ class Loader {
   // stream. It is called with the loader's lock held, from the training thread or a worker.
   using Plan = std::function<std::optional<BatchRequest>()>;
 
+  // InputError for negative workers, prefetch < 1 or samplesPerTask < 1.
   Loader(std::shared_ptr<const SamplePipeline> pipeline, Plan plan, const LoaderOptions& options);
   ~Loader();
   Loader(const Loader&) = delete;
@@ -49,7 +63,8 @@ class Loader {
 
   // The next batch in plan order; nullopt when the plan is exhausted.
   std::optional<Batch> next();
-  // Resizes the pool while running (0 = synchronous loading). Contents are unaffected.
+  // Resizes the pool while running (0 = synchronous loading). Contents are unaffected. Returns
+  // once retired workers have finished their current task and exited. InputError if negative.
   void setWorkers(int workers);
   int workers() const;
   LoaderStats stats() const;
