@@ -1,0 +1,219 @@
+// Every optimizer against its update rule worked out here in plain double arithmetic, element
+// by element, from the formulas of PyTorch 1.13's documentation and source. The optimizer runs
+// on float64 parameters, so the two must agree to rounding (1e-12).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tests/runtime/optim/optim_test_util.h"
+
+namespace tl::optim::testing {
+namespace {
+
+constexpr double kTolerance = 1e-12;
+
+void expectTrajectory(const Trajectory& actual, const Trajectory& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t k = 0; k < expected.size(); ++k)
+    for (size_t i = 0; i < expected[k].size(); ++i)
+      EXPECT_NEAR(actual[k][i], expected[k][i], kTolerance) << "step " << k + 1 << " element " << i;
+}
+
+Trajectory referenceSgd(const OptimizerOptions& o, bool nesterov) {
+  std::vector<double> p = kInitialParam, buf(p.size());
+  Trajectory out;
+  for (size_t k = 0; k < kGrads.size(); ++k) {
+    const double lr = o.lr * kLrScale[k];
+    for (size_t i = 0; i < p.size(); ++i) {
+      double dp = kGrads[k][i] + o.weightDecay * p[i];
+      if (o.momentum != 0) {
+        buf[i] = k == 0 ? dp : o.momentum * buf[i] + (1 - o.dampening) * dp;  // first: clone
+        dp = nesterov ? dp + o.momentum * buf[i] : buf[i];
+      }
+      p[i] -= lr * dp;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+Trajectory referenceAdagrad(const OptimizerOptions& o) {
+  std::vector<double> p = kInitialParam, sum(p.size(), o.initialAccumulator);
+  Trajectory out;
+  for (size_t k = 0; k < kGrads.size(); ++k) {
+    const double clr = o.lr * kLrScale[k] / (1 + double(k) * o.lrDecay);  // k = step - 1
+    for (size_t i = 0; i < p.size(); ++i) {
+      const double g = kGrads[k][i] + o.weightDecay * p[i];
+      sum[i] += g * g;
+      p[i] -= clr * g / (std::sqrt(sum[i]) + o.eps);
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+Trajectory referenceAdadelta(const OptimizerOptions& o) {
+  std::vector<double> p = kInitialParam, squareAvg(p.size()), accDelta(p.size());
+  Trajectory out;
+  for (size_t k = 0; k < kGrads.size(); ++k) {
+    const double lr = o.lr * kLrScale[k];
+    for (size_t i = 0; i < p.size(); ++i) {
+      const double g = kGrads[k][i] + o.weightDecay * p[i];
+      squareAvg[i] = o.rho * squareAvg[i] + (1 - o.rho) * g * g;
+      const double delta = std::sqrt(accDelta[i] + o.eps) / std::sqrt(squareAvg[i] + o.eps) * g;
+      accDelta[i] = o.rho * accDelta[i] + (1 - o.rho) * delta * delta;
+      p[i] -= lr * delta;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+Trajectory referenceAdam(const OptimizerOptions& o, bool decoupled) {
+  std::vector<double> p = kInitialParam, m(p.size()), v(p.size());
+  Trajectory out;
+  for (size_t k = 0; k < kGrads.size(); ++k) {
+    const double lr = o.lr * kLrScale[k];
+    const double t = double(k + 1);
+    const double correction1 = 1 - std::pow(o.beta1, t), correction2 = 1 - std::pow(o.beta2, t);
+    for (size_t i = 0; i < p.size(); ++i) {
+      double g = kGrads[k][i];
+      if (decoupled) {
+        p[i] *= 1 - lr * o.weightDecay;
+      } else {
+        g += o.weightDecay * p[i];
+      }
+      m[i] = o.beta1 * m[i] + (1 - o.beta1) * g;
+      v[i] = o.beta2 * v[i] + (1 - o.beta2) * g * g;
+      // eps after the bias correction of sqrt(v), as PyTorch places it.
+      p[i] -= lr / correction1 * m[i] / (std::sqrt(v[i]) / std::sqrt(correction2) + o.eps);
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+OptimizerOptions sgdOptions(const std::string& name, double momentum, double dampening) {
+  OptimizerOptions o;
+  o.name = name;
+  o.lr = 0.1;
+  o.momentum = momentum;
+  o.dampening = dampening;
+  o.weightDecay = 0.01;
+  return o;
+}
+
+TEST(OptimizerReference, SgdFirstStepByHand) {
+  // p - lr * (g + wd * p) = 1 - 0.1 * (0.1 + 0.01 * 1) = 0.989, and so on.
+  auto steps = runScenario(sgdOptions("sgd", 0, 0), torch::kDouble);
+  EXPECT_NEAR(steps[0][0], 0.989, kTolerance);
+  EXPECT_NEAR(steps[0][1], -2 - 0.1 * (-0.2 - 0.02), kTolerance);
+  EXPECT_NEAR(steps[0][2], 3 - 0.1 * (0.3 + 0.03), kTolerance);
+}
+
+TEST(OptimizerReference, PlainSgd) {
+  auto o = sgdOptions("sgd", 0, 0);
+  expectTrajectory(runScenario(o, torch::kDouble), referenceSgd(o, false));
+}
+
+TEST(OptimizerReference, SgdMomentumDampening) {
+  auto o = sgdOptions("sgd", 0.9, 0.1);
+  expectTrajectory(runScenario(o, torch::kDouble), referenceSgd(o, false));
+  // The buffer starts as d_p itself: dampening must not scale the first step.
+  EXPECT_NEAR(runScenario(o, torch::kDouble)[0][0], 0.989, kTolerance);
+}
+
+TEST(OptimizerReference, Nesterov) {
+  auto o = sgdOptions("nesterov", 0.9, 0);
+  expectTrajectory(runScenario(o, torch::kDouble), referenceSgd(o, true));
+}
+
+TEST(OptimizerReference, Adagrad) {
+  OptimizerOptions o;
+  o.name = "adagrad";
+  o.lr = 0.1;
+  o.lrDecay = 0.01;
+  o.weightDecay = 0.01;
+  o.initialAccumulator = 0.1;
+  o.eps = 1e-3;  // large enough that adding it after the sqrt matters at 1e-12
+  expectTrajectory(runScenario(o, torch::kDouble), referenceAdagrad(o));
+}
+
+TEST(OptimizerReference, Adadelta) {
+  OptimizerOptions o;
+  o.name = "adadelta";
+  o.lr = 1.0;
+  o.rho = 0.9;
+  o.eps = 1e-6;
+  o.weightDecay = 0.01;
+  expectTrajectory(runScenario(o, torch::kDouble), referenceAdadelta(o));
+}
+
+TEST(OptimizerReference, AdamFirstStepIsLrTimesSignOfGradient) {
+  // With zero weight decay and tiny eps, the bias-corrected first step is lr * g / |g|.
+  OptimizerOptions o;
+  o.name = "adam";
+  o.lr = 0.01;
+  auto steps = runScenario(o, torch::kDouble);
+  EXPECT_NEAR(steps[0][0], 1 - 0.01, 1e-8);
+  EXPECT_NEAR(steps[0][1], -2 + 0.01, 1e-8);
+  EXPECT_NEAR(steps[0][2], 3 - 0.01, 1e-8);
+}
+
+TEST(OptimizerReference, AdamWithL2AndLargeEps) {
+  OptimizerOptions o;
+  o.name = "adam";
+  o.lr = 0.01;
+  o.weightDecay = 0.01;
+  o.beta1 = 0.8;
+  o.beta2 = 0.9;
+  o.eps = 0.1;  // large: eps inside vs. after the bias correction differ by far more than 1e-12
+  expectTrajectory(runScenario(o, torch::kDouble), referenceAdam(o, false));
+}
+
+TEST(OptimizerReference, AdamWDecoupledDecay) {
+  OptimizerOptions o;
+  o.name = "adamw";
+  o.lr = 0.01;
+  o.weightDecay = 0.1;
+  o.eps = 0.1;
+  expectTrajectory(runScenario(o, torch::kDouble), referenceAdam(o, true));
+}
+
+TEST(OptimizerReference, ParameterWithoutGradientIsSkippedAndKeepsItsOwnStepCount) {
+  // Adam's bias correction uses the parameter's own update count, as PyTorch's per-parameter
+  // state['step']: a parameter first updated at the optimizer's second step takes a first step.
+  auto a = torch::tensor({1.0}, torch::kDouble).set_requires_grad(true);
+  auto b = torch::tensor({1.0}, torch::kDouble).set_requires_grad(true);
+  OptimizerOptions o;
+  o.name = "adam";
+  o.lr = 0.01;
+  auto optimizer = createOptimizer(o, {a, b});
+  a.mutable_grad() = torch::tensor({0.5}, torch::kDouble);
+  optimizer->step(o.lr);
+  EXPECT_EQ(b.item<double>(), 1.0);
+  b.mutable_grad() = torch::tensor({0.5}, torch::kDouble);
+  optimizer->step(o.lr);
+  EXPECT_NEAR(b.item<double>(), 1 - 0.01, 1e-8);
+  for (const auto& [name, tensor] : optimizer->state()) {
+    if (name == "step" || name == "0.step") {
+      EXPECT_EQ(tensor.item<int64_t>(), 2) << name;
+    } else if (name == "1.step") {
+      EXPECT_EQ(tensor.item<int64_t>(), 1) << name;
+    }
+  }
+}
+
+TEST(OptimizerReference, ZeroGradKeepsTensorsAndZerosThem) {
+  auto p = torch::tensor({1.0, 2.0}).set_requires_grad(true);
+  auto optimizer = createOptimizer(OptimizerOptions{}, {p});
+  (p * p).sum().backward();
+  const void* storage = p.grad().data_ptr();
+  optimizer->zeroGrad();
+  ASSERT_TRUE(p.grad().defined());
+  EXPECT_EQ(p.grad().data_ptr(), storage);
+  EXPECT_EQ(p.grad().abs().sum().item<float>(), 0.0f);
+}
+
+}  // namespace
+}  // namespace tl::optim::testing
