@@ -75,13 +75,15 @@ double SampleRng::uniform() {
 
 int64_t SampleRng::uniformInt(int64_t lo, int64_t hi) {
   TL_CHECK_LE(lo, hi);
-  uint64_t span = uint64_t(hi - lo) + 1;
+  // Unsigned arithmetic: hi - lo overflows int64 for wide ranges, and the full range wraps the
+  // span to 0.
+  const uint64_t span = uint64_t(hi) - uint64_t(lo) + 1;
   if (span == 0) return int64_t(nextU64());
   // Rejection sampling keeps the draw unbiased.
   uint64_t limit = (~uint64_t(0)) - ((~uint64_t(0)) % span);
   while (true) {
     uint64_t r = nextU64();
-    if (r < limit) return lo + int64_t(r % span);
+    if (r < limit) return int64_t(uint64_t(lo) + r % span);
   }
 }
 
