@@ -1,0 +1,165 @@
+// Loader throughput: CIFAR-shaped images from memory through random crop (padding 4) +
+// horizontal flip + normalize into float NCHW batch tensors, with 1 and 2 worker threads.
+//
+// Targets: at least 250,000 images/s per thread, and 2 threads at least 1.7x one thread.
+// Each configuration runs `--seconds` (default 3) three times; the best run counts, since
+// other processes on a shared machine only ever make a run slower.
+//
+//   bench_loader [--seconds S] [--batch B] [--images N] [--threads N]
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dataload/loader.h"
+#include "dataload/synthetic.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace tl::data;
+
+struct Settings {
+  double seconds = 3.0;
+  int64_t batch = 128;
+  int64_t images = 10000;
+  int onlyThreads = 0;  // --threads N: measure only the loader with N threads (profiling)
+};
+
+Settings parse(int argc, char** argv) {
+  Settings s;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help") {
+      std::printf("usage: bench_loader [--seconds S] [--batch B] [--images N] [--threads N]\n");
+      std::exit(0);
+    }
+    char* end = nullptr;
+    const double value = i + 1 < argc ? std::strtod(argv[i + 1], &end) : 0;
+    if (i + 1 >= argc || end == argv[i + 1] || *end != '\0' || value <= 0) {
+      std::fprintf(stderr, "bench_loader: error: %s needs a positive number\n", flag.c_str());
+      std::exit(2);
+    }
+    ++i;
+    if (flag == "--seconds") {
+      s.seconds = value;
+    } else if (flag == "--batch") {
+      s.batch = int64_t(value);
+    } else if (flag == "--images") {
+      s.images = int64_t(value);
+    } else if (flag == "--threads") {
+      s.onlyThreads = int(value);
+    } else {
+      std::fprintf(stderr, "bench_loader: error: unknown flag '%s'\n", flag.c_str());
+      std::exit(2);
+    }
+  }
+  return s;
+}
+
+double processCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+struct Measurement {
+  double imagesPerSecond = 0;
+  double cpusUsed = 0;  // process CPU time / wall time: below the thread count = machine busy
+};
+
+// One loader run with `workers` threads over `seconds`.
+Measurement measureLoader(const std::shared_ptr<const SamplePipeline>& pipeline, const Settings& s,
+                     int workers) {
+  auto stream = std::make_shared<BatchStream>(
+      DistributedSampler(SamplerOptions{pipeline->dataset().size(), 1, 0, 0, true, false}),
+      s.batch, true);
+  Loader loader(pipeline, [stream] { return std::optional<BatchRequest>(stream->next()); },
+                LoaderOptions{workers, 2, 8});
+  for (int i = 0; i < 4; ++i) loader.next();  // threads started, allocator warm
+  int64_t images = 0;
+  const Clock::time_point start = Clock::now();
+  const double cpuStart = processCpuSeconds();
+  double elapsed = 0;
+  while (elapsed < s.seconds) {
+    images += loader.next()->images.size(0);
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  return Measurement{double(images) / elapsed, (processCpuSeconds() - cpuStart) / elapsed};
+}
+
+// The transform alone on one thread, into a reused buffer: the ceiling for one worker.
+double measureTransform(const SamplePipeline& pipeline, const Settings& s) {
+  std::vector<float> out(size_t(s.batch * pipeline.outputShape().numel()));
+  std::vector<uint8_t> scratch;
+  const int64_t n = pipeline.dataset().size();
+  int64_t images = 0;
+  const Clock::time_point start = Clock::now();
+  double elapsed = 0;
+  while (elapsed < s.seconds) {
+    for (int64_t i = 0; i < s.batch; ++i, ++images) {
+      pipeline.load(0, images % n, out.data() + i * pipeline.outputShape().numel(), scratch);
+    }
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  return double(images) / elapsed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Settings settings = parse(argc, argv);
+  std::shared_ptr<const Dataset> dataset =
+      makeSyntheticCifar(SyntheticOptions{settings.images, 0, 0, 10}, Split::Train);
+  auto pipeline = std::make_shared<const SamplePipeline>(
+      dataset, makeCropFlipNormalize(cifarAugmentation()), 0);
+
+  std::printf("bench_loader: %lld CIFAR-shaped images in memory, crop 32 (padding 4) + flip + "
+              "normalize into float NCHW, batch %lld, best of 3 runs of %.1f s\n\n",
+              (long long)settings.images, (long long)settings.batch, settings.seconds);
+  if (settings.onlyThreads > 0) {
+    Measurement m = measureLoader(pipeline, settings, settings.onlyThreads);
+    std::printf("%d thread(s): %.0f images/s, %.2f CPUs used\n", settings.onlyThreads,
+                m.imagesPerSecond, m.cpusUsed);
+    return 0;
+  }
+  double transformOnly = 0;
+  for (int run = 0; run < 3; ++run) {
+    transformOnly = std::max(transformOnly, measureTransform(*pipeline, settings));
+  }
+  std::vector<double> best(3, 0), cpusUsed(3, 0);
+  for (int workers : {1, 2}) {
+    for (int run = 0; run < 3; ++run) {
+      Measurement m = measureLoader(pipeline, settings, workers);
+      if (m.imagesPerSecond > best[size_t(workers)]) {
+        best[size_t(workers)] = m.imagesPerSecond;
+        cpusUsed[size_t(workers)] = m.cpusUsed;
+      }
+    }
+  }
+
+  std::printf("%-20s %12s %17s %13s %11s\n", "threads", "images/s", "images/s/thread",
+              "vs 1 thread", "CPUs used");
+  std::printf("%-20s %12.0f %17.0f %13s %11s\n", "transform only (1)", transformOnly,
+              transformOnly, "-", "-");
+  for (int workers : {1, 2}) {
+    const double rate = best[size_t(workers)];
+    std::printf("%-20s %12.0f %17.0f %12.2fx %11.2f\n",
+                (std::to_string(workers) + " (loader)").c_str(), rate, rate / workers,
+                rate / best[1], cpusUsed[size_t(workers)]);
+  }
+  std::printf("(CPUs used: process CPU time over wall time in the best run; below the thread "
+              "count means other processes held the cores)\n");
+  const bool perThreadOk = best[1] >= 250000 && best[2] / 2 >= 250000;
+  const bool scalingOk = best[2] >= 1.7 * best[1];
+  std::printf("\ntarget >= 250,000 images/s per thread: %s (1 thread %.0f, 2 threads %.0f per thread)\n",
+              perThreadOk ? "met" : "MISSED", best[1], best[2] / 2);
+  std::printf("target 2 threads >= 1.7x one thread:   %s (%.2fx)\n", scalingOk ? "met" : "MISSED",
+              best[2] / best[1]);
+  return 0;
+}
