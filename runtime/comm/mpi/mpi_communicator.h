@@ -1,6 +1,18 @@
 // MPI backend. Light header: no <mpi.h> here, so callers need not see MPI.
+//
+// Threading: MPI runs with MPI_THREAD_FUNNELED, so every MPI call, hence every collective of
+// every MPI communicator, must come from the thread that created the MpiSession; collectives
+// check this and throw tl::Error otherwise.
+//
+// Timeouts: collectives are nonblocking MPI operations waited for under the options' deadline.
+// On expiry the call throws tl::TimeoutError and the communicator is failed for good (sticky).
+// The abandoned MPI operation may still complete later and write into the tensor it was given;
+// tl keeps that tensor's memory alive until MPI is finalised. The expected reaction to a timeout
+// is to end the job (MpiSession::abortJob).
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <memory>
 
 #include "runtime/comm/communicator.h"
@@ -18,10 +30,22 @@ class MpiSession {
   int worldRank() const;
   int worldSize() const;
   // Ends every process of the job now, with `code` (for failures that only some ranks see).
+  // Callable from any thread and without a session (then it ends this process alone).
   [[noreturn]] static void abortJob(int code);
+
+ private:
+  int worldRank_ = 0;
+  int worldSize_ = 1;
 };
 
-// A communicator over MPI_COMM_WORLD (duplicated, so tl's traffic is separate).
-std::unique_ptr<Communicator> createMpiWorldCommunicator();
+struct MpiCommunicatorOptions {
+  // Largest count handed to one MPI call (MPI counts are int); larger tensors travel in
+  // several calls. Tests lower it to exercise that path without gigabytes of data.
+  std::int64_t maxCountPerCall = std::numeric_limits<int>::max();
+};
+
+// A communicator over MPI_COMM_WORLD (duplicated, so tl's traffic is separate). Collective over
+// the world; needs a live MpiSession. Communicators split from it inherit `options`.
+std::unique_ptr<Communicator> createMpiWorldCommunicator(const MpiCommunicatorOptions& options = {});
 
 }  // namespace tl::comm

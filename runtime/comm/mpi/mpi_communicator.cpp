@@ -1,0 +1,217 @@
+// MpiCommunicator: Communicator over an MPI communicator, with deadlines and sticky failure.
+#include "runtime/comm/mpi/mpi_communicator.h"
+
+#include <algorithm>
+#include <exception>
+#include <functional>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "runtime/comm/collective_wait.h"
+#include "runtime/comm/mpi/mpi_detail.h"
+
+namespace tl::comm {
+
+namespace {
+
+using detail::checkOnMpiThread;
+using detail::describeTensor;
+
+// Calls chunk(offset, count) for consecutive pieces of [0, total) of at most maxCount each.
+void forEachChunk(std::int64_t total, std::int64_t maxCount,
+                  const std::function<void(std::int64_t, int)>& chunk) {
+  for (std::int64_t offset = 0; offset < total; offset += maxCount)
+    chunk(offset, static_cast<int>(std::min(maxCount, total - offset)));
+}
+
+void checkCpuTensor(const at::Tensor& tensor, const char* operation, bool mustBeContiguous) {
+  TL_CHECK(tensor.defined(), "mpi ", operation, " got an undefined tensor");
+  TL_CHECK(tensor.device().is_cpu(), "mpi ", operation, " needs a CPU tensor, got ",
+           describeTensor(tensor), " (use the NCCL backend for CUDA tensors)");
+  TL_CHECK(!mustBeContiguous || tensor.is_contiguous(), "mpi ", operation,
+           " works in place on a contiguous tensor, got a non-contiguous one (",
+           describeTensor(tensor), ")");
+}
+
+void checkOptions(const MpiCommunicatorOptions& options) {
+  TL_CHECK_GE(options.maxCountPerCall, 1, "MpiCommunicatorOptions::maxCountPerCall");
+  TL_CHECK_LE(options.maxCountPerCall, std::numeric_limits<int>::max(),
+              "MpiCommunicatorOptions::maxCountPerCall must fit MPI's int counts");
+}
+
+// Threading: used from the MpiSession's thread only (checked on entry to every collective).
+// Members call collectives in the same order; each call starts nonblocking MPI operations and
+// waits for them under its deadline.
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(MPI_Comm comm, MpiCommunicatorOptions options)
+      : comm_(comm), options_(options) {
+    // Errors come back as codes, become tl::Error, and fail this communicator only.
+    TL_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+    TL_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+    TL_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  }
+
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    // Freeing is fine with abandoned operations pending: MPI frees the communicator once they
+    // are done, or at MPI_Finalize.
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "mpi"; }
+
+  void allreduce(at::Tensor& tensor, ReduceOp op, const CollectiveOptions& options) override {
+    enter("allreduce");
+    checkCpuTensor(tensor, "allreduce", /*mustBeContiguous=*/true);
+    const MPI_Datatype type = detail::reductionDatatype(tensor.scalar_type());
+    const MPI_Op mpiOp = detail::reductionOperation(op);
+    auto* base = static_cast<char*>(tensor.data_ptr());
+    const std::int64_t itemSize = tensor.element_size();
+    run(
+        [&] { return str("allreduce(", toString(op), ", ", describeTensor(tensor), ")"); },
+        {tensor}, options, [&](std::vector<MPI_Request>& requests) {
+          forEachChunk(tensor.numel(), options_.maxCountPerCall, [&](std::int64_t offset, int count) {
+            requests.push_back(MPI_REQUEST_NULL);
+            TL_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, base + offset * itemSize, count, type, mpiOp,
+                                        comm_, &requests.back()));
+          });
+        });
+  }
+
+  // Bytes, not typed elements: broadcast copies, so every dtype works.
+  void broadcast(at::Tensor& tensor, int root, const CollectiveOptions& options) override {
+    enter("broadcast");
+    checkCpuTensor(tensor, "broadcast", /*mustBeContiguous=*/true);
+    TL_CHECK(root >= 0 && root < size_, "mpi broadcast from root ", root,
+             " on a communicator of size ", size_);
+    auto* base = static_cast<char*>(tensor.data_ptr());
+    run([&] { return str("broadcast(root ", root, ", ", describeTensor(tensor), ")"); }, {tensor},
+        options, [&](std::vector<MPI_Request>& requests) {
+          forEachChunk(tensor.nbytes(), options_.maxCountPerCall, [&](std::int64_t offset, int count) {
+            requests.push_back(MPI_REQUEST_NULL);
+            TL_MPI_CHECK(MPI_Ibcast(base + offset, count, MPI_BYTE, root, comm_, &requests.back()));
+          });
+        });
+  }
+
+  at::Tensor allgather(const at::Tensor& tensor, const CollectiveOptions& options) override {
+    enter("allgather");
+    checkCpuTensor(tensor, "allgather", /*mustBeContiguous=*/false);
+    at::Tensor input = tensor.contiguous();
+    std::vector<std::int64_t> shape{size_};
+    shape.insert(shape.end(), input.sizes().begin(), input.sizes().end());
+    at::Tensor output = at::empty(shape, input.options());
+    const std::int64_t bytes = input.nbytes();
+    const auto* in = static_cast<const char*>(input.data_ptr());
+    auto* out = static_cast<char*>(output.data_ptr());
+    run([&] { return str("allgather(", describeTensor(input), ")"); }, {input, output}, options,
+        [&](std::vector<MPI_Request>& requests) {
+          if (bytes <= options_.maxCountPerCall) {
+            requests.push_back(MPI_REQUEST_NULL);
+            TL_MPI_CHECK(MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out,
+                                        static_cast<int>(bytes), MPI_BYTE, comm_, &requests.back()));
+            return;
+          }
+          // Chunk i of every member lands at out + member * bytes + offset: a block of `count`
+          // bytes whose extent is a whole member's share.
+          forEachChunk(bytes, options_.maxCountPerCall, [&](std::int64_t offset, int count) {
+            detail::ScopedDatatype block;
+            detail::ScopedDatatype strided;
+            TL_MPI_CHECK(MPI_Type_contiguous(count, MPI_BYTE, block.out()));
+            TL_MPI_CHECK(MPI_Type_create_resized(block.get(), 0, bytes, strided.out()));
+            TL_MPI_CHECK(MPI_Type_commit(strided.out()));
+            requests.push_back(MPI_REQUEST_NULL);
+            TL_MPI_CHECK(MPI_Iallgather(in + offset, count, MPI_BYTE, out + offset, 1,
+                                        strided.get(), comm_, &requests.back()));
+          });
+        });
+    return output;
+  }
+
+  void barrier(const CollectiveOptions& options) override {
+    enter("barrier");
+    run([] { return std::string("barrier"); }, {}, options,
+        [&](std::vector<MPI_Request>& requests) {
+          requests.push_back(MPI_REQUEST_NULL);
+          TL_MPI_CHECK(MPI_Ibarrier(comm_, &requests.back()));
+        });
+  }
+
+  std::unique_ptr<Communicator> split(int color, int key,
+                                      const CollectiveOptions& options) override {
+    enter("split");
+    // MPI has no nonblocking split. Waiting for every member under the deadline first means the
+    // blocking MPI_Comm_split can then only hang on a member that died in between, and a dead
+    // member ends the whole job under mpirun anyway.
+    barrier(options);
+    MPI_Comm child = MPI_COMM_NULL;
+    try {
+      TL_MPI_CHECK(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &child));
+    } catch (...) {
+      failure_ = std::current_exception();
+      throw;
+    }
+    if (child == MPI_COMM_NULL) return nullptr;
+    return std::make_unique<MpiCommunicator>(child, options_);
+  }
+
+ private:
+  // Every call first rethrows this communicator's failure, if any, and checks the thread.
+  void enter(const char* operation) const {
+    if (failure_) std::rethrow_exception(failure_);
+    checkOnMpiThread(operation);
+  }
+
+  // Starts a collective's operations and waits for them until the deadline. Any failure once
+  // operations may have started leaves members out of step, so it fails the communicator for
+  // good: the error is kept and rethrown by every later call.
+  void run(const std::function<std::string()>& describe, std::vector<at::Tensor> buffers,
+           const CollectiveOptions& options,
+           const std::function<void(std::vector<MPI_Request>&)>& start) {
+    const detail::Clock::time_point deadline = detail::deadlineAfter(options.timeout);
+    std::vector<MPI_Request> requests;
+    try {
+      start(requests);
+      int mpiError = MPI_SUCCESS;
+      const bool done = detail::pollUntil(
+          [&] {
+            int complete = 0;
+            mpiError = MPI_Testall(static_cast<int>(requests.size()), requests.data(), &complete,
+                                   MPI_STATUSES_IGNORE);
+            return mpiError != MPI_SUCCESS || complete != 0;
+          },
+          deadline);
+      if (mpiError != MPI_SUCCESS)
+        detail::throwMpiError(mpiError, "MPI_Testall", __FILE__, __LINE__);
+      if (!done)
+        throw TimeoutError(detail::timeoutMessage("mpi", describe(), rank_, size_, options.timeout));
+    } catch (...) {
+      failure_ = std::current_exception();
+      detail::keepAliveUntilFinalize(std::move(buffers));
+      throw;
+    }
+  }
+
+  MPI_Comm comm_;
+  MpiCommunicatorOptions options_;
+  int rank_ = 0;
+  int size_ = 0;
+  std::exception_ptr failure_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> createMpiWorldCommunicator(const MpiCommunicatorOptions& options) {
+  checkOnMpiThread("createMpiWorldCommunicator");
+  checkOptions(options);
+  MPI_Comm world = MPI_COMM_NULL;
+  TL_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &world));
+  return std::make_unique<MpiCommunicator>(world, options);
+}
+
+}  // namespace tl::comm

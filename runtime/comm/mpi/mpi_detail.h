@@ -1,0 +1,55 @@
+// Internals of the MPI backend shared by its files; not for callers (it includes <mpi.h>).
+#pragma once
+
+#include <mpi.h>
+
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "common/check.h"
+#include "runtime/comm/communicator.h"
+
+namespace tl::comm::detail {
+
+[[noreturn]] void throwMpiError(int code, const char* call, const char* file, int line);
+
+// Throws tl::Error unless an MpiSession is alive and this is the thread that created it (the
+// only thread MPI_THREAD_FUNNELED lets call MPI). `operation` names the call for the message.
+void checkOnMpiThread(const char* operation);
+
+// Keeps the buffers of MPI operations abandoned after a timeout alive until MPI_Finalize: a
+// late peer can still complete such an operation and write into them.
+void keepAliveUntilFinalize(std::vector<at::Tensor> buffers);
+
+// The MPI datatype tl reduces `type` with; tl::Error for dtypes allreduce does not support.
+MPI_Datatype reductionDatatype(at::ScalarType type);
+MPI_Op reductionOperation(ReduceOp op);
+
+// Frees a derived datatype when the scope ends. MPI allows this as soon as the operations
+// using it are started.
+class ScopedDatatype {
+ public:
+  ScopedDatatype() = default;
+  ~ScopedDatatype() {
+    if (type_ != MPI_DATATYPE_NULL) MPI_Type_free(&type_);
+  }
+  ScopedDatatype(const ScopedDatatype&) = delete;
+  ScopedDatatype& operator=(const ScopedDatatype&) = delete;
+  MPI_Datatype* out() { return &type_; }
+  MPI_Datatype get() const { return type_; }
+
+ private:
+  MPI_Datatype type_ = MPI_DATATYPE_NULL;
+};
+
+}  // namespace tl::comm::detail
+
+// Checks the return code of an MPI call; on failure throws tl::Error with file:line, the call
+// and MPI's own description of the error.
+#define TL_MPI_CHECK(call)                                                    \
+  do {                                                                        \
+    const int tl_mpi_rc_ = (call);                                            \
+    if (tl_mpi_rc_ != MPI_SUCCESS)                                            \
+      ::tl::comm::detail::throwMpiError(tl_mpi_rc_, #call, __FILE__, __LINE__); \
+  } while (0)
