@@ -39,17 +39,15 @@ class Loader::Impl {
                options.prefetch);
     TL_REQUIRE(options.samplesPerTask >= 1, "loader samples per task must be at least 1, got ",
                options.samplesPerTask);
-    setWorkers(options.workers);
+    try {
+      setWorkers(options.workers);
+    } catch (...) {
+      stopWorkers();  // no destructor runs for a half-built object
+      throw;
+    }
   }
 
-  ~Impl() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    workReady_.notify_all();
-    for (std::thread& thread : threads_) thread.join();
-  }
+  ~Impl() { stopWorkers(); }
 
   std::optional<Batch> next();
   void setWorkers(int workers);
@@ -85,6 +83,16 @@ class Loader::Impl {
   };
 
   void workerLoop(int id);
+  // Each worker finishes its current task, then exits; joins them all.
+  void stopWorkers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    workReady_.notify_all();
+    for (std::thread& thread : threads_) thread.join();
+    threads_.clear();
+  }
   // The rest: called with mutex_ held.
   size_t window() const { return size_t(std::max(1, targetWorkers_ * options_.prefetch)); }
   void pullFromPlan();
@@ -261,8 +269,15 @@ void Loader::Impl::setWorkers(int workers) {
       retiring.push_back(std::move(threads_.back()));
       threads_.pop_back();
     }
-    while (int(threads_.size()) < workers) {
-      threads_.emplace_back(&Impl::workerLoop, this, int(threads_.size()));
+    try {
+      while (int(threads_.size()) < workers) {
+        threads_.emplace_back(&Impl::workerLoop, this, int(threads_.size()));
+      }
+    } catch (...) {
+      // The system refused a thread: keep the pool that did start, consistent with the target.
+      targetWorkers_ = int(threads_.size());
+      stats_.workers = targetWorkers_;
+      throw;
     }
   }
   workReady_.notify_all();

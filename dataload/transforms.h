@@ -46,8 +46,9 @@ class Transform {
 //   left = rng.uniformInt(0, W + 2 * padding - crop)
 //   flip = hflip && rng.bernoulli(0.5)                   (no draw when hflip is false)
 // The output pixel (y, x) is the padded image's (top + y, left + x), mirrored within the crop
-// when flip is set; padding pixels are byte 0, normalized like any other 0. This is
-// torchvision's RandomCrop(crop, padding) followed by RandomHorizontalFlip() and Normalize().
+// when flip is set; padding pixels are byte 0, normalized like any other 0. These are the
+// operations of torchvision's RandomCrop(crop, padding), RandomHorizontalFlip() and
+// Normalize(), with tl's own per-sample draws instead of torch's global generator.
 // With augment == false the crop is centred and never flipped (no draws), so when the crop
 // equals the image size the output is the normalized image itself.
 //

@@ -259,8 +259,15 @@ TEST(Loader, PrefetchIsBoundedAndWaitingIsMeasured) {
     return inner();
   };
   Loader loader(pipelineFor(dataset), plan, LoaderOptions{1, 2, 4});
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // long enough for 3+ batches
-  EXPECT_EQ(planCalls.load(), 2);  // one worker, prefetch 2: two batches in flight at most
+  // One worker, prefetch 2: it starts two batches, and no third one while nobody consumes,
+  // however long it is left alone.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (planCalls.load() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(planCalls.load(), 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // time for both and more
+  EXPECT_EQ(planCalls.load(), 2);
   ASSERT_TRUE(loader.next().has_value());
   loader.setWorkers(0);
   const double waitedBefore = loader.stats().waitSeconds;
