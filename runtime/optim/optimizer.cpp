@@ -73,7 +73,8 @@ OptimizerOptions validated(OptimizerOptions o) {
                ", dampening ", o.dampening, ")");
     requireUnused(name, "--eps", o.eps, -1, "adam, adamw, adagrad, adadelta");
   } else {
-    requireUnused(name, "--momentum", o.momentum, 0, "sgd and nesterov");
+    // --momentum is not rejected here: tl-launch gives it a default (0.9) for every
+    // optimizer, and a value the user did not type must not fail the job. It is unused.
     requireUnused(name, "--dampening", o.dampening, 0, "sgd");
     if (o.eps < 0 && !std::isnan(o.eps)) o.eps = defaultEps(name);
     requireAtLeast(name, "--eps", o.eps, 0);

@@ -15,7 +15,7 @@ namespace tl::optim {
 struct OptimizerOptions {
   std::string name = "sgd";  // sgd | nesterov | adagrad | adadelta | adam | adamw
   double lr = 0.1;           // base lr; step(lr) receives the scheduled value
-  double momentum = 0.0;     // sgd, nesterov (nesterov needs momentum > 0)
+  double momentum = 0.0;     // sgd, nesterov (nesterov needs momentum > 0); others ignore it
   double dampening = 0.0;    // sgd
   double weightDecay = 0.0;  // L2 for all but adamw, where it is decoupled
   double beta1 = 0.9, beta2 = 0.999;  // adam, adamw

@@ -51,7 +51,7 @@ TEST(OptimizerOptions, NesterovNeedsMomentumAndNoDampening) {
 }
 
 TEST(OptimizerOptions, RejectsOptionsOfOtherOptimizers) {
-  expectRejected("adam", [](auto& o) { o.momentum = 0.9; }, "--momentum does not apply");
+  expectRejected("adam", [](auto& o) { o.dampening = 0.1; }, "--dampening does not apply");
   expectRejected("sgd", [](auto& o) { o.eps = 1e-8; }, "--eps does not apply");
   expectRejected("sgd", [](auto& o) { o.lrDecay = 0.1; }, "--lr-decay does not apply");
 }
