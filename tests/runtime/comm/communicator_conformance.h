@@ -1,0 +1,62 @@
+// One conformance suite for the Communicator interface, instantiated per backend
+// (conformance_backends.cpp). Every rank of an mpirun job runs it; ranks check exact results.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "runtime/comm/communicator.h"
+
+namespace tl::comm::testing {
+
+struct BackendUnderTest {
+  std::string name;  // as backend() reports it
+  // Empty when the backend can run here; otherwise why its tests are skipped.
+  std::function<std::string()> whyUnavailable;
+  // Collective over the whole test job.
+  std::function<std::unique_ptr<Communicator>()> create;
+  // Where this backend's tensors live; and a tensor it must refuse for its device.
+  std::function<at::Device()> device;
+  std::function<at::Tensor()> wrongDeviceTensor;
+};
+
+class CommunicatorConformance : public ::testing::TestWithParam<BackendUnderTest> {
+ protected:
+  void SetUp() override {
+    const std::string why = GetParam().whyUnavailable();
+    if (!why.empty()) GTEST_SKIP() << GetParam().name << " backend unavailable: " << why;
+    comm = GetParam().create();
+  }
+
+  at::Tensor onDevice(const at::Tensor& cpu) const { return cpu.to(GetParam().device()); }
+
+  // Short enough that ranks which fall out of step fail the test instead of hanging it.
+  static CollectiveOptions patient() { return {std::chrono::seconds(60)}; }
+
+  std::unique_ptr<Communicator> comm;
+};
+
+// Rank-dependent values, negative ones too for signed types, exact in every dtype tested
+// (sums over up to 8 ranks stay within uint8).
+inline at::Tensor contribution(int rank, at::ScalarType type, std::int64_t count) {
+  const at::Tensor i = at::arange(count, at::kLong);
+  if (type == at::kByte) return ((i % 5 + 1) * (rank + 1) + i % 3).to(type);
+  if (type == at::kBool) return ((i + rank) % 2 == 0);
+  at::Tensor values = ((i % 5 - 2) * (rank + 1) + (i % 3) * rank).to(type);
+  if (at::isFloatingType(type)) values += 0.25 * rank;
+  return values;
+}
+
+inline std::string describe(const at::Tensor& t) {
+  std::ostringstream os;
+  os << t;
+  return os.str();
+}
+
+}  // namespace tl::comm::testing

@@ -1,0 +1,110 @@
+// Single-process tests of runtime/comm: waiting, and the NCCL factory where NCCL cannot run.
+#include <ctime>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "common/check.h"
+#include "runtime/comm/collective_wait.h"
+#include "runtime/comm/nccl/nccl_communicator.h"
+
+namespace tl::comm {
+namespace {
+
+using detail::Clock;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+TEST(PollUntil, ReturnsAsSoonAsDone) {
+  int calls = 0;
+  EXPECT_TRUE(detail::pollUntil([&] { return ++calls == 3; }, Clock::now() + 10s));
+  EXPECT_EQ(calls, 3);
+}
+
+TEST(PollUntil, AsksAtLeastOnceEvenPastTheDeadline) {
+  int calls = 0;
+  EXPECT_TRUE(detail::pollUntil([&] { return ++calls > 0; }, Clock::now() - 1s));
+  EXPECT_EQ(calls, 1);
+}
+
+// The point of the backoff: a rank waiting for late peers must leave the cores to them.
+TEST(PollUntil, GivesUpAtTheDeadlineWithoutBurningACore) {
+  const auto start = Clock::now();
+  const std::clock_t cpuStart = std::clock();
+  EXPECT_FALSE(detail::pollUntil([] { return false; }, start + 400ms));
+  const double cpuSeconds = static_cast<double>(std::clock() - cpuStart) / CLOCKS_PER_SEC;
+  const auto waited = Clock::now() - start;
+  EXPECT_GE(waited, 400ms);
+  EXPECT_LT(waited, 600ms);
+  EXPECT_LT(cpuSeconds, 0.1) << "polling used " << cpuSeconds << " s of CPU in 0.4 s";
+}
+
+TEST(DeadlineAfter, SaturatesHugeTimeoutsAndRefusesNegativeOnes) {
+  EXPECT_EQ(detail::deadlineAfter(std::chrono::milliseconds::max()), Clock::time_point::max());
+  EXPECT_GT(detail::deadlineAfter(10min), Clock::now() + 9min);
+  EXPECT_THROW(detail::deadlineAfter(-1ms), tl::Error);
+}
+
+TEST(TimeoutMessage, NamesOperationRankSizeAndTimeout) {
+  const std::string message = detail::timeoutMessage("mpi", "barrier", 2, 3, 1500ms);
+  EXPECT_THAT(message, HasSubstr("mpi barrier"));
+  EXPECT_THAT(message, HasSubstr("1500 ms"));
+  EXPECT_THAT(message, HasSubstr("rank 2"));
+  EXPECT_THAT(message, HasSubstr("size 3"));
+}
+
+TEST(DescribeTensor, UsesPyTorchDtypeNames) {
+  EXPECT_EQ(detail::describeTensor(at::ones({2, 3}, at::kFloat)), "6 float32 elements on cpu");
+  EXPECT_EQ(detail::describeTensor(at::Tensor()), "an undefined tensor");
+}
+
+// A one-member bootstrap: enough for the factory's agreement step in a single process.
+class SoloCommunicator : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string backend() const override { return "solo"; }
+  void allreduce(at::Tensor&, ReduceOp, const CollectiveOptions&) override {}
+  void broadcast(at::Tensor&, int, const CollectiveOptions&) override {}
+  at::Tensor allgather(const at::Tensor& tensor, const CollectiveOptions&) override {
+    return tensor.unsqueeze(0).clone();
+  }
+  void barrier(const CollectiveOptions&) override {}
+  std::unique_ptr<Communicator> split(int color, int, const CollectiveOptions&) override {
+    return color < 0 ? nullptr : std::make_unique<SoloCommunicator>();
+  }
+};
+
+TEST(NcclFactory, FailsClearlyWhereNcclCannotRun) {
+  if (ncclVisibleDeviceCount() > 0) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_EQ(ncclVisibleDeviceCount(), 0);
+  SoloCommunicator bootstrap;
+  try {
+    createNcclCommunicator(bootstrap, 0);
+    FAIL() << "created an NCCL communicator without a CUDA device";
+  } catch (const tl::Error& e) {
+    if (ncclAvailable())
+      EXPECT_THAT(e.what(), HasSubstr("cannot create an NCCL communicator"));
+    else
+      EXPECT_THAT(e.what(), HasSubstr("built without NCCL"));
+  }
+}
+
+TEST(NcclFactory, AvailabilityMatchesTheBuild) {
+#if TL_HAVE_NCCL
+  EXPECT_TRUE(ncclAvailable());
+#else
+  EXPECT_FALSE(ncclAvailable());
+#endif
+}
+
+TEST(ReduceOpNames, AreLowerCaseWords) {
+  EXPECT_STREQ(toString(ReduceOp::Sum), "sum");
+  EXPECT_STREQ(toString(ReduceOp::Max), "max");
+  EXPECT_STREQ(toString(ReduceOp::Min), "min");
+}
+
+}  // namespace
+}  // namespace tl::comm
