@@ -10,8 +10,11 @@
 #include "common/check.h"
 #include "runtime/comm/communicator.h"
 
-// ncclCommSplit arrived in NCCL 2.18; before it, split goes through the bootstrap.
+// ncclCommSplit arrived in NCCL 2.18; before it, split goes through the bootstrap. Defining
+// TL_NCCL_HAS_COMM_SPLIT=0 forces that path (to compile-check it against a newer NCCL).
+#ifndef TL_NCCL_HAS_COMM_SPLIT
 #define TL_NCCL_HAS_COMM_SPLIT (NCCL_VERSION_CODE >= 21800)
+#endif
 
 namespace tl::comm::detail {
 

@@ -123,7 +123,7 @@ TEST_P(CommunicatorConformance, MemberThatSkipsACollectiveTimesOutTheOthers) {
     expectSameError([&] { comm->broadcast(other, 0, patient()); }, "broadcast");
     expectSameError([&] { comm->allgather(other, patient()); }, "allgather");
     expectSameError([&] { comm->split(0, 0, patient()); }, "split");
-    EXPECT_LT(std::chrono::steady_clock::now() - stickyStart, std::chrono::milliseconds(100));
+    EXPECT_LT(std::chrono::steady_clock::now() - stickyStart, std::chrono::seconds(1));
   }
   world().barrier(patient());
 }

@@ -37,7 +37,7 @@ TEST(PollUntil, GivesUpAtTheDeadlineWithoutBurningACore) {
   const double cpuSeconds = static_cast<double>(std::clock() - cpuStart) / CLOCKS_PER_SEC;
   const auto waited = Clock::now() - start;
   EXPECT_GE(waited, 400ms);
-  EXPECT_LT(waited, 600ms);
+  EXPECT_LT(waited, 1500ms);  // generous: a loaded CI machine oversleeps
   EXPECT_LT(cpuSeconds, 0.1) << "polling used " << cpuSeconds << " s of CPU in 0.4 s";
 }
 
