@@ -33,6 +33,9 @@ class GradientReducer {
   // State that later results depend on, for checkpoints (empty for stateless modes).
   virtual std::vector<std::pair<std::string, at::Tensor>> state() const { return {}; }
   virtual void loadState(const std::vector<std::pair<std::string, at::Tensor>>& state) {}
+
+  // How many times finish() returned false so far (for metrics).
+  virtual int64_t replays() const { return 0; }
 };
 
 // Plain float allreduce in buckets of about `bucketBytes` (DDP's default is 25 MiB). Fast; the
@@ -40,5 +43,17 @@ class GradientReducer {
 std::unique_ptr<GradientReducer> createFp32Reducer(comm::Communicator& comm,
                                                    const std::vector<at::Tensor>& params,
                                                    int64_t bucketBytes);
+
+// "--reduction exact": the mean's bits are the same for every placement of the contributions
+// on processes and every collective algorithm (64-bit fixed point with per-tensor power-of-two
+// scales shared by all processes, int64 sums, one correctly rounded division; see
+// exact_reducer.cpp). Parameters must be float32; `paramNames` (one per parameter) name the
+// tensor in errors, e.g. a non-finite gradient. finish() returns false on the first step and
+// whenever a step's gradients do not fit the scales chosen from the step before; the
+// contributions must then be recomputed identically. Its state() must be checkpointed.
+std::unique_ptr<GradientReducer> createExactReducer(comm::Communicator& comm,
+                                                    const std::vector<at::Tensor>& params,
+                                                    std::vector<std::string> paramNames,
+                                                    int64_t bucketBytes);
 
 }  // namespace tl::reduce

@@ -1,0 +1,245 @@
+// "--reduction exact": a mean of gradients whose bits do not depend on how the N contributions
+// are placed on processes, nor on the collective's algorithm (DESIGN.md, consistency contract,
+// point 6). Arithmetic in fixed_point.h; this file holds the protocol.
+//
+// Per parameter tensor t the reducer keeps a scale 2^e_t, the same on every process because it
+// is derived only from global quantities. A step:
+//   addContribution: one fused pass per tensor quantises the gradient into the int64 bucket
+//     that accumulates this process's contributions, and records max |g|.
+//   finish: one small max-allreduce of the per-tensor maxima. If some tensor's values left the
+//     scale's range (overflow), or would keep too few bits (gradients shrank by 2^16), or no scale
+//     exists yet (first step), every process sets e_t from the step's global maxima and asks for
+//     a replay; the replayed contributions are bit-identical, so the replay always fits.
+//     Otherwise an int64 Sum allreduce per bucket (exact, any order) and one correctly rounded
+//     division per element; the step's maxima set the next step's scales.
+// Every decision depends on global values only, so all processes take the same branch.
+//
+// Memory: one int64 per parameter element, whatever the number of local contributions.
+// Threading: used from the training thread only, like the communicator.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/check.h"
+#include "runtime/reduce/exact_reducer_state.h"
+#include "runtime/reduce/fixed_point.h"
+#include "runtime/reduce/gradient_reducer.h"
+
+namespace tl::reduce {
+namespace {
+
+// Integer sums of several parameters back to back, reduced with one collective.
+struct Bucket {
+  at::Tensor sums;               // int64
+  std::vector<size_t> members;   // parameter indices
+  std::vector<int64_t> offsets;  // element offset of each member in `sums`
+};
+
+struct Slot {
+  size_t bucket = 0;
+  int64_t offset = 0;
+};
+
+bool rawCpuFloat(const at::Tensor& t) {
+  return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
+}
+
+class ExactReducer final : public GradientReducer {
+ public:
+  ExactReducer(comm::Communicator& comm, const std::vector<at::Tensor>& params,
+               std::vector<std::string> names, int64_t bucketBytes)
+      : comm_(comm), names_(std::move(names)) {
+    TL_CHECK(!params.empty(), "no parameters to reduce");
+    TL_CHECK_EQ(names_.size(), params.size(), "one name per parameter");
+    for (size_t t = 0; t < params.size(); ++t) {
+      TL_CHECK_EQ(params[t].scalar_type(), at::kFloat, "the exact reduction handles float32 "
+                  "parameters; parameter '", names_[t], "' is not");
+      shapes_.push_back(params[t].sizes().vec());
+    }
+    state_.exponents.assign(params.size(), 0);
+    state_.maxAbs.assign(params.size(), 0.0);
+    localMaxBits_.assign(params.size(), 0);
+    slots_.resize(params.size());
+    buildBuckets(params, bucketBytes);
+  }
+
+  std::string mode() const override { return "exact"; }
+
+  void beginStep() override {
+    contributions_ = 0;
+    std::fill(localMaxBits_.begin(), localMaxBits_.end(), 0u);
+  }
+
+  void addContribution(const std::vector<at::Tensor>& grads) override {
+    TL_CHECK_EQ(grads.size(), shapes_.size(), "gradient count differs from parameter count");
+    using fixed::Accumulate;
+    const Accumulate mode = !state_.scalesKnown        ? Accumulate::MaxOnly
+                            : contributions_ == 0 ? Accumulate::Store
+                                                  : Accumulate::Add;
+    for (size_t t = 0; t < grads.size(); ++t) {
+      const at::Tensor& g = grads[t];
+      TL_CHECK(g.sizes() == at::IntArrayRef(shapes_[t]), "gradient of '", names_[t], "' has shape ",
+               g.sizes(), ", the parameter ", at::IntArrayRef(shapes_[t]));
+      TL_CHECK_EQ(g.scalar_type(), at::kFloat, "gradient of '", names_[t], "'");
+      at::Tensor acc = accumulator(t);
+      TL_CHECK(g.device() == acc.device(), "gradient of '", names_[t], "' is on ", g.device(),
+               ", the parameter on ", acc.device());
+      const uint32_t maxBits =
+          rawCpuFloat(g) ? fixed::quantise(g.data_ptr<float>(), acc.data_ptr<int64_t>(), g.numel(),
+                                           state_.exponents[t], mode)
+                         : fixed::quantise(g, acc, state_.exponents[t], mode);
+      if (maxBits >= fixed::kInfBits) {
+        throw Error(str("non-finite gradient (", maxBits > fixed::kInfBits ? "NaN" : "Inf",
+                        ") in parameter '", names_[t], "'"));
+      }
+      localMaxBits_[t] = std::max(localMaxBits_[t], maxBits);
+    }
+    ++contributions_;
+  }
+
+  bool finish(std::vector<at::Tensor>& out, int64_t totalContributions) override {
+    TL_CHECK_GT(totalContributions, 0);
+    TL_CHECK_LE(totalContributions, fixed::kMaxContributions);
+    TL_CHECK_LE(contributions_, totalContributions);
+    TL_CHECK_EQ(out.size(), shapes_.size());
+    const std::vector<double> globalMax = agreeOnMaxima();
+
+    bool replay = !state_.scalesKnown;
+    for (size_t t = 0; t < shapes_.size() && !replay; ++t) {
+      replay = fixed::checkFit(globalMax[t], state_.exponents[t], totalContributions) != fixed::Fit::Ok;
+    }
+    if (replay) {
+      rescale(globalMax, totalContributions);
+      ++replays_;
+      return false;
+    }
+
+    if (contributions_ == 0) {
+      for (auto& b : buckets_) b.sums.zero_();  // a process with no local worker still joins
+    }
+    for (auto& b : buckets_) {
+      comm_.allreduce(b.sums, comm::ReduceOp::Sum);
+      for (size_t m = 0; m < b.members.size(); ++m) {
+        const size_t t = b.members[m];
+        at::Tensor& dst = out[t];
+        TL_CHECK(dst.sizes() == at::IntArrayRef(shapes_[t]), "output for '", names_[t], "'");
+        TL_CHECK_EQ(dst.scalar_type(), at::kFloat, "output for '", names_[t], "'");
+        at::Tensor sums = b.sums.narrow(0, b.offsets[m], dst.numel());
+        if (rawCpuFloat(dst) && sums.device().is_cpu()) {
+          fixed::dequantiseMean(sums.data_ptr<int64_t>(), dst.data_ptr<float>(), dst.numel(),
+                                totalContributions, state_.exponents[t]);
+        } else {
+          fixed::dequantiseMean(sums, dst, totalContributions, state_.exponents[t]);
+        }
+      }
+    }
+    rescale(globalMax, totalContributions);
+    return true;
+  }
+
+  int64_t replays() const override { return replays_; }
+
+  std::vector<std::pair<std::string, at::Tensor>> state() const override {
+    return state_.toNamedTensors();
+  }
+
+  void loadState(const std::vector<std::pair<std::string, at::Tensor>>& named) override {
+    state_ = ExactReducerState::fromNamedTensors(named, shapes_.size());
+  }
+
+ private:
+  void buildBuckets(const std::vector<at::Tensor>& params, int64_t bucketBytes) {
+    // Reverse parameter order, as DDP does: the last layers' gradients are ready first.
+    const int64_t limit = std::max<int64_t>(1, bucketBytes / int64_t(sizeof(int64_t)));
+    Bucket current;
+    int64_t currentElems = 0;
+    auto close = [&] {
+      if (current.members.empty()) return;
+      const at::Tensor& first = params[current.members[0]];
+      current.sums = at::zeros({currentElems}, first.options().dtype(at::kLong));
+      buckets_.push_back(std::move(current));
+      current = Bucket{};
+      currentElems = 0;
+    };
+    for (size_t k = params.size(); k-- > 0;) {
+      const int64_t n = params[k].numel();
+      if (currentElems > 0 && currentElems + n > limit) close();
+      TL_CHECK(current.members.empty() || params[k].device() == params[current.members[0]].device(),
+               "parameters on different devices");
+      slots_[k] = {buckets_.size(), currentElems};
+      current.members.push_back(k);
+      current.offsets.push_back(currentElems);
+      currentElems += n;
+    }
+    close();
+  }
+
+  at::Tensor accumulator(size_t t) {
+    const Slot& s = slots_[t];
+    int64_t n = 1;
+    for (int64_t d : shapes_[t]) n *= d;
+    return buckets_[s.bucket].sums.narrow(0, s.offset, n);
+  }
+
+  // One max-allreduce: the global max |g| per tensor, plus a check that every process holds
+  // the same scales (a checkpoint loaded on some processes only would silently break the bits).
+  std::vector<double> agreeOnMaxima() {
+    const size_t count = shapes_.size();
+    at::Tensor payload = at::empty({int64_t(3 * count + 2)}, at::kDouble);
+    double* p = payload.data_ptr<double>();
+    for (size_t t = 0; t < count; ++t) {
+      p[t] = double(fixed::magnitudeFromBits(localMaxBits_[t]));
+      p[count + t] = state_.exponents[t];
+      p[2 * count + t] = -state_.exponents[t];
+    }
+    p[3 * count] = state_.scalesKnown ? 1 : 0;
+    p[3 * count + 1] = state_.scalesKnown ? -1 : 0;
+    at::Tensor onDevice = payload.to(buckets_[0].sums.device());
+    comm_.allreduce(onDevice, comm::ReduceOp::Max);
+    payload = onDevice.cpu();
+    p = payload.data_ptr<double>();
+    TL_CHECK(p[3 * count] == -p[3 * count + 1], "exact reducer: some processes have scales and "
+             "others not; their reducer state differs");
+    for (size_t t = 0; t < count; ++t) {
+      TL_CHECK(p[count + t] == -p[2 * count + t], "exact reducer: processes use different scales "
+               "for parameter '", names_[t], "' (exponents ", -p[2 * count + t], "..", p[count + t],
+               "); their reducer state differs");
+    }
+    return std::vector<double>(p, p + count);
+  }
+
+  void rescale(const std::vector<double>& globalMax, int64_t totalContributions) {
+    for (size_t t = 0; t < shapes_.size(); ++t) {
+      if (globalMax[t] > 0) {
+        state_.exponents[t] = fixed::scaleExponent(globalMax[t], totalContributions);
+      } else if (!state_.scalesKnown) {
+        state_.exponents[t] = fixed::scaleExponent(1.0, totalContributions);  // all zero so far
+      }  // else: an all-zero step keeps the scale that fitted before
+      state_.maxAbs[t] = globalMax[t];
+    }
+    state_.scalesKnown = true;
+  }
+
+  comm::Communicator& comm_;
+  std::vector<std::string> names_;
+  std::vector<std::vector<int64_t>> shapes_;
+  std::vector<Bucket> buckets_;
+  std::vector<Slot> slots_;
+  ExactReducerState state_;  // checkpointed: what later steps depend on
+  // Per step.
+  std::vector<uint32_t> localMaxBits_;
+  int64_t contributions_ = 0;
+  int64_t replays_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<GradientReducer> createExactReducer(comm::Communicator& comm,
+                                                    const std::vector<at::Tensor>& params,
+                                                    std::vector<std::string> paramNames,
+                                                    int64_t bucketBytes) {
+  return std::make_unique<ExactReducer>(comm, params, std::move(paramNames), bucketBytes);
+}
+
+}  // namespace tl::reduce

@@ -1,0 +1,21 @@
+# cmake -DDIR=... -DNPS="1;2;3" -DWORKERS="4;7" -P compare_placement_hashes.cmake
+# Checks that every `mpirun -np P` run of test_exact_placement wrote the same output hash for
+# each job: the exact reduction's bits do not depend on the number of processes.
+foreach(n IN LISTS WORKERS)
+  set(first "")
+  foreach(np IN LISTS NPS)
+    set(file "${DIR}/np${np}_N${n}.txt")
+    if(NOT EXISTS "${file}")
+      message(FATAL_ERROR "missing ${file}: test_exact_placement_np${np} did not write it")
+    endif()
+    file(READ "${file}" content)
+    string(STRIP "${content}" content)
+    message(STATUS "N=${n} np=${np}: ${content}")
+    if(first STREQUAL "")
+      set(first "${content}")
+      set(firstNp ${np})
+    elseif(NOT content STREQUAL first)
+      message(FATAL_ERROR "N=${n}: np=${np} produced '${content}', but np=${firstNp} '${first}'")
+    endif()
+  endforeach()
+endforeach()
