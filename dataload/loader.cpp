@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "dataload/buffer_pool.h"
 
 namespace tl::data {
 namespace {
@@ -120,6 +121,7 @@ class Loader::Impl {
   bool stopping_ = false;
   std::vector<std::thread> threads_;  // threads_[i] runs workerLoop(i)
   std::vector<uint8_t> consumerScratch_;
+  TensorBufferPool imageBuffers_{1};  // keeps window() + 2 batches' memory for reuse
   LoaderStats stats_;
 };
 
@@ -132,8 +134,8 @@ void Loader::Impl::pullFromPlan() {
       auto slot = std::make_unique<Slot>();
       slot->request = std::move(*request);
       const ImageShape shape = pipeline_->outputShape();
-      slot->images =
-          at::empty({slot->size(), shape.channels, shape.height, shape.width}, at::kFloat);
+      slot->images = imageBuffers_.empty(
+          {slot->size(), shape.channels, shape.height, shape.width}, at::kFloat);
       slot->labels = at::empty({slot->size()}, at::kLong);
       slot->imageData = slot->images.data_ptr<float>();
       slot->labelData = slot->labels.data_ptr<int64_t>();
@@ -173,6 +175,8 @@ std::exception_ptr Loader::Impl::runTask(const Task& task, std::vector<uint8_t>&
   const BatchRequest& request = task.slot->request;
   try {
     for (int64_t i = task.begin; i < task.end; ++i) {
+      // The next sample of the batch, even when the next task takes it: most often this thread.
+      if (i + 1 < task.slot->size()) pipeline_->prefetch(request.indices[size_t(i + 1)]);
       task.slot->labelData[i] = pipeline_->load(request.epoch, request.indices[size_t(i)],
                                                 task.slot->imageData + i * floatsPerSample,
                                                 scratch);
@@ -265,6 +269,8 @@ void Loader::Impl::setWorkers(int workers) {
     std::lock_guard<std::mutex> lock(mutex_);
     targetWorkers_ = workers;
     stats_.workers = workers;
+    // The batches in flight, plus the one the trainer uses and the one it just dropped.
+    imageBuffers_.setMaxIdleBuffers(window() + 2);
     while (int(threads_.size()) > workers) {
       retiring.push_back(std::move(threads_.back()));
       threads_.pop_back();

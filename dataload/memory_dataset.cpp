@@ -30,4 +30,13 @@ ImageView InMemoryDataset::image(int64_t index, std::vector<uint8_t>&) const {
   return ImageView{pixels_.data() + index * shape_.numel(), shape_};
 }
 
+void InMemoryDataset::prefetch(int64_t index) const {
+  if (index < 0 || index >= size()) return;  // only a hint
+  const uint8_t* image = pixels_.data() + index * shape_.numel();
+  constexpr int64_t kCacheLine = 64;
+  for (int64_t offset = 0; offset < shape_.numel(); offset += kCacheLine) {
+    __builtin_prefetch(image + offset);
+  }
+}
+
 }  // namespace tl::data

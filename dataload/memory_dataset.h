@@ -25,6 +25,8 @@ class InMemoryDataset : public Dataset {
   ImageShape imageShape() const override { return shape_; }
   // A view into the dataset's own storage; `scratch` is not touched.
   ImageView image(int64_t index, std::vector<uint8_t>& scratch) const override;
+  // Asks the CPU to fetch the image's cache lines.
+  void prefetch(int64_t index) const override;
 
   const std::vector<uint8_t>& pixels() const { return pixels_; }
   const std::vector<int64_t>& labels() const { return labels_; }

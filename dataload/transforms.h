@@ -90,6 +90,8 @@ class SamplePipeline {
   ImageShape outputShape() const { return outputShape_; }
   // Loads sample `index` for `epoch` into `out` (outputShape().numel() floats); returns its label.
   int64_t load(int64_t epoch, int64_t index, float* out, std::vector<uint8_t>& scratch) const;
+  // Tells the dataset that sample `index` is loaded next (Dataset::prefetch); only a hint.
+  void prefetch(int64_t index) const { dataset_->prefetch(index); }
 
  private:
   std::shared_ptr<const Dataset> dataset_;

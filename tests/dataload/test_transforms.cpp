@@ -261,6 +261,9 @@ TEST(SamplePipeline, LoadsWithTheSampleKeyAndReturnsTheLabel) {
   std::shared_ptr<const Transform> transform = makeCropFlipNormalize(cifarAugmentation());
   SamplePipeline pipeline(dataset, transform, 77);
   EXPECT_EQ(pipeline.outputShape(), shape);
+  pipeline.prefetch(2);   // a hint: no effect on results,
+  pipeline.prefetch(-1);  // and harmless out of range
+  pipeline.prefetch(3);
   std::vector<uint8_t> scratch;
   std::vector<float> out(3072);
   EXPECT_EQ(pipeline.load(9, 1, out.data(), scratch), 7);
