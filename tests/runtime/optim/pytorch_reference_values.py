@@ -17,7 +17,7 @@ CASES = [
     ("adagrad", torch.optim.Adagrad,
      dict(lr=0.1, lr_decay=0.01, weight_decay=0.01, initial_accumulator_value=0.1, eps=1e-10)),
     ("adadelta", torch.optim.Adadelta, dict(lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.01)),
-    ("adam", torch.optim.Adam, dict(lr=0.01, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)),
+    ("adam", torch.optim.Adam, dict(lr=0.01, betas=(0.9, 0.999), eps=1e-3, weight_decay=0.01)),
     ("adamw", torch.optim.AdamW, dict(lr=0.01, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.1)),
 ]
 
