@@ -26,8 +26,8 @@ void validate(const LrSchedule& s) {
                s.gamma, ")");
   }
   if (s.kind == "cosine") {
-    TL_REQUIRE(s.totalSteps > s.warmupSteps, "lr schedule cosine: --total-steps (", s.totalSteps,
-               ") must be greater than --warmup-steps (", s.warmupSteps, ")");
+    TL_REQUIRE(s.totalSteps > 0, "lr schedule cosine: the annealing length must be > 0 steps (got ",
+               s.totalSteps, "; the run is too short for its warm-up?)");
     TL_REQUIRE(finiteAtLeast(s.minLr, 0) && s.minLr <= s.baseLr,
                "lr schedule cosine: --min-lr must be in [0, --lr] (got ", s.minLr, ", lr ",
                s.baseLr, ")");
@@ -43,7 +43,7 @@ double learningRate(const LrSchedule& s, int64_t step) {
   if (s.kind == "cosine") {
     // CosineAnnealingLR's closed form over the steps after warm-up, held at minLr once done
     // (PyTorch's formula would climb back up past T; a run longer than its schedule should not).
-    const int64_t period = s.totalSteps - s.warmupSteps;
+    const int64_t period = s.totalSteps;
     const double angle = kPi * double(std::min(t, period)) / double(period);  // as PyTorch
     return s.minLr + (s.baseLr - s.minLr) * (1 + std::cos(angle)) / 2;
   }
