@@ -48,7 +48,9 @@ class Dataset {
   virtual void prefetch(int64_t index) const {}
 };
 
-// Opens a dataset by kind: "cifar10", "mnist", "fashion-mnist".
+// Opens a dataset by kind: "cifar10" (data_batch_1..5.bin and test_batch.bin, see cifar10.h),
+// "mnist" or "fashion-mnist" (train-/t10k- IDX files, plain or .gz, see idx.h). The images are
+// decoded into memory, HWC uint8.
 // Throws InputError naming the file and what is wrong (missing, truncated, corrupt).
 std::unique_ptr<Dataset> openDataset(const std::string& kind, const std::string& dir, Split split);
 
