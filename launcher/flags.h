@@ -31,6 +31,11 @@ class FlagSet {
   bool parse(const std::vector<std::string>& args);
 
   bool given(const std::string& name) const { return given_.count(name) > 0; }
+  std::vector<std::string> givenFlags() const {
+    std::vector<std::string> out;
+    for (const auto& item : given_) out.push_back(item.first);
+    return out;
+  }
   std::string usage() const;
   const std::string& program() const { return program_; }
 

@@ -16,6 +16,7 @@ LaunchOptions parseLaunchOptions(const std::vector<std::string>& args) {
   j.optimizer.name = "sgd";
   j.optimizer.lr = 0.05;
   j.optimizer.momentum = 0.9;
+  j.reduction = "exact";
   std::string augment = "on";
   bool noBatchnorm = false;
   int64_t seed = 0;
@@ -58,23 +59,42 @@ LaunchOptions parseLaunchOptions(const std::vector<std::string>& args) {
   f.addBool("eval", &j.eval, "evaluate on the test set after every epoch");
   f.addString("save-model", &j.saveModel, "write the model's state dict (torch.load-able) here at the end");
   f.addInt("log-every", &j.logEvery, "progress line every this many steps (0: none)", 0);
+  f.addInt("logical-workers", &out.logicalWorkers,
+           "N, the job's logical workers (ESTs); the result is that of DDP with N processes [default: one per process]", 1, 1 << 20);
+  std::string placement;
+  f.addString("placement", &placement, "ESTs per process in rank order, e.g. 2,1,1 [default: even]");
+  f.addString("checkpoint-dir", &out.checkpointDir,
+              "where checkpoints go [default: <output-dir>/checkpoint, or the --resume folder]");
+  f.addInt("checkpoint-every", &out.checkpointEvery, "checkpoint every this many steps (0: only on SIGUSR1)", 0);
+  f.addInt("stop-at-step", &out.stopAtStep, "checkpoint and exit after this step (0: run to the end)", 0);
+  f.addString("resume", &out.resume, "continue the job checkpointed in this folder, on any number of processes");
 
   if (!f.parse(args)) {
     out.help = true;
     out.usage = f.usage();
     return out;
   }
+  for (const auto& name : f.givenFlags()) out.given.insert(name);
+  if (f.given("placement")) out.placement = parseIntList(placement, "--placement");
+  if (out.checkpointDir.empty()) {
+    if (!out.resume.empty()) out.checkpointDir = out.resume;
+    else if (!j.outputDir.empty()) out.checkpointDir = j.outputDir + "/checkpoint";
+  }
+  TL_REQUIRE(out.checkpointEvery == 0 || !out.checkpointDir.empty(),
+             "--checkpoint-every needs --checkpoint-dir or --output-dir");
+  TL_REQUIRE(out.stopAtStep == 0 || !out.checkpointDir.empty(),
+             "--stop-at-step needs --checkpoint-dir or --output-dir (it writes a checkpoint)");
   TL_REQUIRE(!(f.given("epochs") && f.given("steps")), "give --epochs or --steps, not both");
   if (!f.given("epochs") && !f.given("steps")) j.epochs = 1;
-  TL_REQUIRE(j.model.arch != "resnet" || f.given("depth"),
-             "--model resnet needs --depth (6n+2: 20, 32, 44, 56, 110)");
-  TL_REQUIRE(j.model.arch == "resnet" || !f.given("depth"), "--depth applies to --model resnet only");
+  if (!f.given("data-dir") && j.dataset == "fashion-mnist") j.dataDir = kFashionMnistDir;
   j.model.batchNorm = !noBatchnorm;
   j.augment = augment == "on";
   j.seed = uint64_t(seed);
   j.bucketBytes = int64_t(bucketMb * 1024 * 1024);
-  if (!f.given("reduction")) j.reduction = "fp32";
-  if (j.dataDir.empty() && j.dataset == "fashion-mnist") j.dataDir = kFashionMnistDir;
+  if (!out.resume.empty()) return out;  // the rest is checked against the checkpoint's job
+  TL_REQUIRE(j.model.arch != "resnet" || f.given("depth"),
+             "--model resnet needs --depth (6n+2: 20, 32, 44, 56, 110)");
+  TL_REQUIRE(j.model.arch == "resnet" || !f.given("depth"), "--depth applies to --model resnet only");
   TL_REQUIRE(!j.outputDir.empty() || !f.given("output-dir"), "--output-dir: must not be empty");
   validate(j);
   return out;

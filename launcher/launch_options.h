@@ -1,6 +1,8 @@
 // tl-launch's flags: how argv becomes a JobConfig.
 #pragma once
 
+#include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,13 @@ namespace tl::launcher {
 
 struct LaunchOptions {
   JobConfig job;
+  int logicalWorkers = 0;         // 0: one per process (DDP mode)
+  std::vector<int64_t> placement;  // empty: spread evenly in rank order
+  std::string checkpointDir;
+  int64_t checkpointEvery = 0;
+  int64_t stopAtStep = 0;
+  std::string resume;              // checkpoint folder to continue from
+  std::set<std::string> given;     // flags given on the command line
   bool help = false;
   std::string usage;  // filled when help is true
 };

@@ -1,36 +1,80 @@
-// tl-launch: one training job, run as `mpirun -np P tl-launch ...`.
+// tl-launch: one training job, run as `mpirun -np P tl-launch ...`. The job has N logical
+// workers (default: one per process); this process runs its share of them as ESTs.
+#include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <cstdio>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
 #include "common/files.h"
+#include "elastic/checkpoint_policy.h"
+#include "elastic/job_checkpoint.h"
+#include "est/executor.h"
 #include "launcher/job_errors.h"
 #include "launcher/launch_options.h"
+#include "launcher/resume.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
 #include "runtime/models/state_dict_io.h"
 #include "runtime/train/summary.h"
-#include "runtime/train/trainer.h"
 
 namespace {
 
 constexpr const char* kProgram = "tl-launch";
+
+// Set by SIGUSR1 (mpirun forwards it to every rank): checkpoint at the next step boundary, exit.
+std::atomic<bool> gStopRequested{false};
+void onStopSignal(int) { gStopRequested.store(true); }
+
+void installStopSignal() {
+  struct sigaction sa {};
+  sa.sa_handler = onStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &sa, nullptr);
+}
+
+int localRankFromEnvironment() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  }
+  return 0;
+}
 
 int runLaunch(int argc, char** argv) {
   using namespace tl;
   auto world = comm::createMpiWorldCommunicator();
   const bool lead = world->rank() == 0;
   spdlog::set_pattern("%H:%M:%S [tl] %v");
+  installStopSignal();
 
   launcher::LaunchOptions options;
-  std::unique_ptr<train::DataParallelTrainer> trainer;
+  std::unique_ptr<est::EstExecutor> executor;
+  bool resumed = false;
   int failed = launcher::prepareOnAllRanks(*world, kProgram, [&] {
     std::vector<std::string> args(argv + 1, argv + argc);
     options = launcher::parseLaunchOptions(args);
     if (options.help) return;
-    if (lead && !options.job.outputDir.empty()) ensureWritableDir(options.job.outputDir);
-    trainer = std::make_unique<train::DataParallelTrainer>(options.job, *world, *world);
+    options.job.deviceIndex = localRankFromEnvironment();
+    JobConfig job = options.job;
+    int logicalWorkers = options.logicalWorkers > 0 ? options.logicalWorkers : world->size();
+    std::optional<elastic::JobCheckpoint> checkpoint;
+    if (!options.resume.empty()) {
+      checkpoint = elastic::readJobCheckpoint(options.resume);
+      job = launcher::resumedConfig(checkpoint->config, checkpoint->logicalWorkers, options);
+      logicalWorkers = checkpoint->logicalWorkers;
+      resumed = true;
+    }
+    est::Placement placement =
+        options.placement.empty()
+            ? est::Placement::even(logicalWorkers, world->size())
+            : est::Placement::explicitCounts(options.placement, logicalWorkers, world->size());
+    if (lead && !job.outputDir.empty()) ensureWritableDir(job.outputDir);
+    if (lead && !options.checkpointDir.empty()) ensureWritableDir(options.checkpointDir, "checkpoint directory");
+    executor = std::make_unique<est::EstExecutor>(job, placement, *world, *world);
+    if (checkpoint) executor->restore(checkpoint->state);
   });
   if (failed) return failed;
   if (options.help) {
@@ -38,29 +82,52 @@ int runLaunch(int argc, char** argv) {
     return 0;
   }
 
-  const auto& job = trainer->config();
+  const auto& job = executor->config();
   if (lead) {
-    spdlog::info("{} processes, model {} ({} parameters), {} steps ({} per epoch), batch {} per worker",
-                 world->size(), job.model.arch, models::countParameters(trainer->model()),
-                 trainer->plan().totalSteps, trainer->plan().stepsPerEpoch, job.batch);
+    spdlog::info("{} {} logical workers on {} processes (placement {}), model {} ({} parameters), "
+                 "reduction {}, steps {} to {} ({} per epoch), batch {} per worker",
+                 resumed ? "resuming:" : "job:", executor->placement().logicalWorkers(), world->size(),
+                 executor->placement().toString(), job.model.arch, models::countParameters(executor->model()),
+                 job.reduction, executor->stepsDone(), executor->plan().totalSteps,
+                 executor->plan().stepsPerEpoch, job.batch);
   }
   train::MetricsLog metrics;
-  if (lead && !job.outputDir.empty()) metrics = train::MetricsLog(joinPath(job.outputDir, "metrics.jsonl"));
-  train::TrainResult result = trainer->run(metrics);
+  if (lead && !job.outputDir.empty()) {
+    metrics = train::MetricsLog(joinPath(job.outputDir, "metrics.jsonl"), /*append=*/resumed);
+  }
+  elastic::CheckpointPolicyOptions po;
+  po.dir = options.checkpointDir;
+  po.every = options.checkpointEvery;
+  po.stopAtStep = options.stopAtStep;
+  po.stopRequested = &gStopRequested;
+  elastic::CheckpointPolicy policy(po);
+  train::TrainResult result = executor->run(metrics, &policy);
 
   if (lead) {
     train::RunInfo info;
     info.processes = world->size();
-    info.logicalWorkers = world->size();
-    info.placement = "";
-    for (int r = 0; r < world->size(); ++r) info.placement += (r ? ",1" : "1");
+    info.logicalWorkers = executor->placement().logicalWorkers();
+    info.placement = executor->placement().toString();
     auto summary = train::summaryJson(result, job, info);
+    summary["resumed"] = resumed;
+    summary["stopped_at_checkpoint"] = policy.stopped();
+    summary["total_steps"] = executor->plan().totalSteps;
     if (!job.outputDir.empty()) train::writeSummary(summary, job.outputDir);
-    if (!job.saveModel.empty()) models::saveStateDict(trainer->model(), job.saveModel);
-    spdlog::info("done: {} steps in {:.1f} s, {:.1f} images/s, final loss {:.4f}{}", result.steps,
-                 result.wallSeconds, result.imagesPerSecond, result.finalLoss,
+    if (!job.saveModel.empty()) models::saveStateDict(executor->model(), job.saveModel);
+    spdlog::info("{} {} steps in {:.1f} s, {:.1f} images/s, final loss {:.4f}{}",
+                 policy.stopped() ? "stopped after" : "done:", result.stepsThisRun, result.wallSeconds,
+                 result.imagesPerSecond, result.finalLoss,
                  result.evaluated ? tl::str(", test accuracy ", result.testAccuracy * 100, "%") : "");
     spdlog::info("params_sha256 {}", result.paramsSha256);
+    if (policy.stopped() && !options.checkpointDir.empty()) {
+      std::printf("%s: checkpoint at step %lld written to %s; continue with: mpirun -np P %s --resume %s\n",
+                  kProgram, (long long)result.steps, options.checkpointDir.c_str(), kProgram,
+                  options.checkpointDir.c_str());
+    } else if (policy.stopped()) {
+      std::printf("%s: stop requested, but no --checkpoint-dir or --output-dir: stopped without a checkpoint\n",
+                  kProgram);
+    }
+    std::fflush(stdout);
   }
   world->barrier();
   return 0;

@@ -35,13 +35,16 @@ nlohmann::json toJson(const JobConfig& c) {
   j["drop_last_batch"] = c.dropLastBatch;
   j["batch"] = c.batch;
   j["workers"] = c.workers;
+  j["prefetch"] = c.prefetch;
   j["epochs"] = c.epochs;
   j["steps"] = c.steps;
   const auto& o = c.optimizer;
-  j["optimizer"] = {{"name", o.name},       {"lr", o.lr},       {"momentum", o.momentum},
-                    {"weight_decay", o.weightDecay}, {"dampening", o.dampening},
-                    {"beta1", o.beta1},     {"beta2", o.beta2}, {"eps", o.eps},
-                    {"rho", o.rho}};
+  j["optimizer"] = {{"name", o.name},         {"lr", o.lr},
+                    {"momentum", o.momentum}, {"dampening", o.dampening},
+                    {"weight_decay", o.weightDecay}, {"beta1", o.beta1},
+                    {"beta2", o.beta2},       {"eps", o.eps},
+                    {"rho", o.rho},           {"lr_decay", o.lrDecay},
+                    {"initial_accumulator", o.initialAccumulator}};
   j["lr_schedule"] = {{"kind", c.schedule.kind},          {"step_epochs", c.schedule.stepEpochs},
                       {"gamma", c.schedule.gamma},        {"warmup_epochs", c.schedule.warmupEpochs},
                       {"min_lr", c.schedule.minLr}};
@@ -49,8 +52,63 @@ nlohmann::json toJson(const JobConfig& c) {
   j["device"] = c.device;
   j["compute_threads"] = c.computeThreads;
   j["reduction"] = c.reduction;
+  j["bucket_bytes"] = c.bucketBytes;
+  j["output_dir"] = c.outputDir;
   j["eval"] = c.eval;
+  j["log_every"] = c.logEvery;
   return j;
+}
+
+JobConfig jobConfigFromJson(const nlohmann::json& j) {
+  try {
+    JobConfig c;
+    const auto& m = j.at("model");
+    c.model.arch = m.at("arch");
+    c.model.depth = m.at("depth");
+    c.model.numClasses = m.at("num_classes");
+    c.model.inChannels = m.at("in_channels");
+    c.model.imageSize = m.at("image_size");
+    c.model.batchNorm = m.at("batchnorm");
+    c.model.dropout = m.at("dropout");
+    c.dataset = j.at("dataset");
+    c.dataDir = j.at("data_dir");
+    c.augment = j.at("augment");
+    c.dropLastBatch = j.at("drop_last_batch");
+    c.batch = j.at("batch");
+    c.workers = j.at("workers");
+    c.prefetch = j.at("prefetch");
+    c.epochs = j.at("epochs");
+    c.steps = j.at("steps");
+    const auto& o = j.at("optimizer");
+    c.optimizer.name = o.at("name");
+    c.optimizer.lr = o.at("lr");
+    c.optimizer.momentum = o.at("momentum");
+    c.optimizer.dampening = o.at("dampening");
+    c.optimizer.weightDecay = o.at("weight_decay");
+    c.optimizer.beta1 = o.at("beta1");
+    c.optimizer.beta2 = o.at("beta2");
+    c.optimizer.eps = o.at("eps");
+    c.optimizer.rho = o.at("rho");
+    c.optimizer.lrDecay = o.at("lr_decay");
+    c.optimizer.initialAccumulator = o.at("initial_accumulator");
+    const auto& s = j.at("lr_schedule");
+    c.schedule.kind = s.at("kind");
+    c.schedule.stepEpochs = s.at("step_epochs");
+    c.schedule.gamma = s.at("gamma");
+    c.schedule.warmupEpochs = s.at("warmup_epochs");
+    c.schedule.minLr = s.at("min_lr");
+    c.seed = j.at("seed");
+    c.device = j.at("device");
+    c.computeThreads = j.at("compute_threads");
+    c.reduction = j.at("reduction");
+    c.bucketBytes = j.at("bucket_bytes");
+    c.outputDir = j.at("output_dir");
+    c.eval = j.at("eval");
+    c.logEvery = j.at("log_every");
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    inputError("job definition is incomplete or malformed: ", e.what());
+  }
 }
 
 }  // namespace tl

@@ -54,5 +54,7 @@ struct JobConfig {
 void validate(const JobConfig& config);
 
 nlohmann::json toJson(const JobConfig& config);
+// Inverse of toJson (for checkpoints); InputError naming a missing or mistyped field.
+JobConfig jobConfigFromJson(const nlohmann::json& json);
 
 }  // namespace tl

@@ -43,7 +43,8 @@ std::string epochTableRow(const EpochSummary& e) {
   return row;
 }
 
-MetricsLog::MetricsLog(const std::string& path) : out_(path, std::ios::trunc), path_(path) {
+MetricsLog::MetricsLog(const std::string& path, bool append)
+    : out_(path, append ? std::ios::app : std::ios::trunc), path_(path) {
   if (!out_) inputError("cannot write metrics file '", path, "'");
 }
 

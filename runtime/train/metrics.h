@@ -37,7 +37,8 @@ std::string epochTableRow(const EpochSummary& e);
 class MetricsLog {
  public:
   MetricsLog() = default;
-  explicit MetricsLog(const std::string& path);  // truncates; InputError if it cannot be opened
+  // Truncates the file, or appends to it (a resumed job); InputError if it cannot be opened.
+  explicit MetricsLog(const std::string& path, bool append = false);
   void write(const nlohmann::json& record);
   bool enabled() const { return out_.is_open(); }
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "runtime/job_config.h"
-#include "runtime/train/trainer.h"
+#include "runtime/train/trainer_result.h"
 
 namespace tl::train {
 

@@ -1,0 +1,40 @@
+#include <torch/cuda.h>
+
+#include <cmath>
+
+#include "common/check.h"
+#include "runtime/train/trainer_result.h"
+
+namespace tl::train {
+
+c10::Device resolveDevice(const JobConfig& config) {
+  if (config.device == "cpu") return c10::Device(c10::kCPU);
+  if (!torch::cuda::is_available()) {
+    inputError("--device cuda: no CUDA device is available (this libtorch has no CUDA support, "
+               "or no GPU is visible to this process)");
+  }
+  int64_t count = int64_t(torch::cuda::device_count());
+  TL_REQUIRE(config.deviceIndex < count, "--device cuda: this process needs GPU ",
+             config.deviceIndex, " but only ", count, " are visible");
+  return c10::Device(c10::kCUDA, c10::DeviceIndex(config.deviceIndex));
+}
+
+StepPlan planSteps(const JobConfig& config, int64_t stepsPerEpoch) {
+  StepPlan p;
+  p.stepsPerEpoch = stepsPerEpoch;
+  TL_REQUIRE(stepsPerEpoch > 0, "--batch ", config.batch,
+             " leaves no full batch per worker in an epoch (use a smaller batch or keep the last short batch)");
+  p.totalSteps = config.steps > 0 || config.epochs == 0 ? config.steps : config.epochs * stepsPerEpoch;
+  const auto& s = config.schedule;
+  p.schedule.kind = s.kind;
+  p.schedule.baseLr = config.optimizer.lr;
+  p.schedule.gamma = s.gamma;
+  p.schedule.minLr = s.minLr;
+  p.schedule.stepSize = std::max<int64_t>(1, std::llround(s.stepEpochs * double(stepsPerEpoch)));
+  p.schedule.warmupSteps = std::llround(s.warmupEpochs * double(stepsPerEpoch));
+  p.schedule.totalSteps = std::max<int64_t>(1, p.totalSteps - p.schedule.warmupSteps);
+  optim::validate(p.schedule);
+  return p;
+}
+
+}  // namespace tl::train

@@ -1,0 +1,43 @@
+// What a training run plans and reports, whatever runs its workers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <c10/core/Device.h>
+
+#include "runtime/job_config.h"
+#include "runtime/optim/lr_schedule.h"
+#include "runtime/train/metrics.h"
+
+namespace tl::train {
+
+struct TrainResult {
+  int64_t steps = 0;           // steps done at the end of this run (counting earlier segments)
+  int64_t stepsThisRun = 0;
+  int64_t epochsCompleted = 0;
+  int64_t replays = 0;         // steps recomputed by the reduction (exact mode)
+  double finalLoss = 0;        // mean loss over all workers of the last step
+  double trainAccuracy = 0;    // over the last (possibly partial) epoch
+  bool evaluated = false;
+  double testAccuracy = 0;
+  double testLoss = 0;
+  double imagesPerSecond = 0;  // all workers together, over this run
+  double wallSeconds = 0;
+  std::string paramsSha256;
+  std::vector<EpochSummary> epochs;
+};
+
+// How many optimizer steps a job runs and how the epoch-based schedule maps onto steps.
+struct StepPlan {
+  int64_t stepsPerEpoch = 0;
+  int64_t totalSteps = 0;
+  optim::LrSchedule schedule;
+};
+StepPlan planSteps(const JobConfig& config, int64_t stepsPerEpoch);
+
+// Resolves --device to a torch device; InputError when cuda is asked for and unavailable.
+c10::Device resolveDevice(const JobConfig& config);
+
+}  // namespace tl::train
