@@ -7,8 +7,8 @@
 
 namespace tl::models::detail {
 
-BasicBlockImpl::BasicBlockImpl(int64_t inPlanes, int64_t planes, int64_t stride,
-                               Shortcut shortcut, bool batchNorm)
+BasicBlockImpl::BasicBlockImpl(int64_t inPlanes, int64_t planes, int64_t stride, Shortcut shortcut,
+                               bool batchNorm)
     : stride_(stride), identity_(stride == 1 && inPlanes == planes) {
   const bool bias = !batchNorm;
   conv1_ = register_module("conv1",

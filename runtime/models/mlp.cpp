@@ -46,6 +46,8 @@ class Mlp : public Model {
 
 }  // namespace
 
-std::shared_ptr<Model> createMlp(const ModelConfig& config) { return std::make_shared<Mlp>(config); }
+std::shared_ptr<Model> createMlp(const ModelConfig& config) {
+  return std::make_shared<Mlp>(config);
+}
 
 }  // namespace tl::models::detail

@@ -43,8 +43,7 @@ void validateDepth(const ModelConfig& config) {
     return;
   }
   TL_REQUIRE(config.depth >= 8 && (config.depth - 2) % 6 == 0, "--model resnet: depth ",
-             config.depth,
-             " is not of the form 6n+2 with n >= 1 (e.g. 20, 32, 44, 56, 110)");
+             config.depth, " is not of the form 6n+2 with n >= 1 (e.g. 20, 32, 44, 56, 110)");
 }
 
 }  // namespace
@@ -63,14 +62,17 @@ void validate(const ModelConfig& config) {
   validateDepth(config);
   TL_REQUIRE(config.numClasses >= 1, "--num-classes must be >= 1 (got ", config.numClasses, ")");
   TL_REQUIRE(config.inChannels >= 1, "input channels must be >= 1 (got ", config.inChannels, ")");
-  TL_REQUIRE(config.imageSize >= arch.minImageSize, "--model ", config.arch, " needs images of at least ",
-             arch.minImageSize, "x", arch.minImageSize, " (got ", config.imageSize, ")");
-  TL_REQUIRE(config.batchNorm || arch.hasNoBatchNormVariant, "--no-batchnorm is not available for --model ",
-             config.arch, ": BatchNorm is part of that architecture (variants exist for cnn, resnet, resnet18)");
+  TL_REQUIRE(config.imageSize >= arch.minImageSize, "--model ", config.arch,
+             " needs images of at least ", arch.minImageSize, "x", arch.minImageSize, " (got ",
+             config.imageSize, ")");
+  TL_REQUIRE(config.batchNorm || arch.hasNoBatchNormVariant,
+             "--no-batchnorm is not available for --model ", config.arch,
+             ": BatchNorm is part of that architecture (variants exist for cnn, resnet, resnet18)");
   if (config.dropout >= 0) {
     TL_REQUIRE(config.dropout < 1, "--dropout must be in [0, 1) (got ", config.dropout, ")");
-    TL_REQUIRE(arch.hasDropout || config.dropout == 0, "--dropout applies only to --model cnn and mlp (got ",
-               config.dropout, " for --model ", config.arch, ")");
+    TL_REQUIRE(arch.hasDropout || config.dropout == 0,
+               "--dropout applies only to --model cnn and mlp (got ", config.dropout,
+               " for --model ", config.arch, ")");
   }
   TL_REQUIRE(!std::isnan(config.dropout), "--dropout is NaN");
   TL_REQUIRE(config.arch == "mlp" || config.hiddenSizes.empty(),

@@ -30,7 +30,7 @@ namespace tl::models::detail {
 namespace {
 
 struct ResNetLayout {
-  std::vector<int64_t> widths;        // channels of each stage; the stem has widths[0]
+  std::vector<int64_t> widths;  // channels of each stage; the stem has widths[0]
   std::vector<int64_t> blocksPerStage;
   Shortcut shortcut;
 };
@@ -79,8 +79,8 @@ std::shared_ptr<Model> createResNet18(const ModelConfig& config) {
 
 std::shared_ptr<Model> createCifarResNet(const ModelConfig& config) {
   const int64_t n = (config.depth - 2) / 6;  // depth validated as 6n+2 by the registry
-  return std::make_shared<CifarResNet>(
-      config, ResNetLayout{{16, 32, 64}, {n, n, n}, Shortcut::ZeroPad});
+  return std::make_shared<CifarResNet>(config,
+                                       ResNetLayout{{16, 32, 64}, {n, n, n}, Shortcut::ZeroPad});
 }
 
 }  // namespace tl::models::detail

@@ -28,7 +28,7 @@ constexpr bool kNoBias = false;
 // Sequential(conv, bn, conv)) would be built in an order the compiler chooses (right to left
 // with GCC), which would give other weights than PyTorch for the same seed.
 void addConv(torch::nn::Sequential& seq, int64_t in, int64_t out, int64_t kernel, int64_t stride,
-         int64_t padding, int64_t groups = 1) {
+             int64_t padding, int64_t groups = 1) {
   seq->push_back(torch::nn::Conv2d(convOptions(in, out, kernel, stride, padding, kNoBias, groups)));
 }
 void addBatchNorm(torch::nn::Sequential& seq, int64_t channels) {

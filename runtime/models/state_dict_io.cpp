@@ -29,7 +29,8 @@ std::map<std::string, at::Tensor> readTensorDict(const std::string& path) {
   try {
     value = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
   } catch (const c10::Error& e) {
-    inputError("state dict '", path, "' is not a readable torch.save file: ", e.what_without_backtrace());
+    inputError("state dict '", path,
+               "' is not a readable torch.save file: ", e.what_without_backtrace());
   }
   TL_REQUIRE(value.isGenericDict(), "state dict '", path, "' holds a ", value.tagKind(),
              ", not a dict of tensors");
@@ -60,8 +61,8 @@ void loadStateDict(torch::nn::Module& module, const std::string& path) {
     auto it = loaded.find(name);
     TL_REQUIRE(it->second.sizes() == target.sizes(), "state dict '", path, "': '", name,
                "' has shape ", it->second.sizes(), ", the model expects ", target.sizes());
-    TL_REQUIRE(it->second.scalar_type() == target.scalar_type(), "state dict '", path, "': '",
-               name, "' has dtype ", it->second.scalar_type(), ", the model expects ",
+    TL_REQUIRE(it->second.scalar_type() == target.scalar_type(), "state dict '", path, "': '", name,
+               "' has dtype ", it->second.scalar_type(), ", the model expects ",
                target.scalar_type());
   }
   torch::NoGradGuard noGrad;

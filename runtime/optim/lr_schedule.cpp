@@ -22,8 +22,8 @@ void validate(const LrSchedule& s) {
   if (s.kind == "step") {
     TL_REQUIRE(s.stepSize > 0, "lr schedule step: --lr-step-size must be > 0 (got ", s.stepSize,
                ")");
-    TL_REQUIRE(std::isfinite(s.gamma) && s.gamma > 0, "lr schedule step: --lr-gamma must be > 0 (got ",
-               s.gamma, ")");
+    TL_REQUIRE(std::isfinite(s.gamma) && s.gamma > 0,
+               "lr schedule step: --lr-gamma must be > 0 (got ", s.gamma, ")");
   }
   if (s.kind == "cosine") {
     TL_REQUIRE(s.totalSteps > 0, "lr schedule cosine: the annealing length must be > 0 steps (got ",

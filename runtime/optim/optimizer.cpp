@@ -69,8 +69,8 @@ OptimizerOptions validated(OptimizerOptions o) {
     requireAtLeast(name, "--momentum", o.momentum, 0);
     requireUnitInterval(name, "--dampening", o.dampening, /*includeOne=*/true);
     TL_REQUIRE(name != "nesterov" || (o.momentum > 0 && o.dampening == 0), "optimizer nesterov",
-               " needs --momentum > 0 and --dampening 0 (got momentum ", o.momentum,
-               ", dampening ", o.dampening, ")");
+               " needs --momentum > 0 and --dampening 0 (got momentum ", o.momentum, ", dampening ",
+               o.dampening, ")");
     requireUnused(name, "--eps", o.eps, -1, "adam, adamw, adagrad, adadelta");
   } else {
     // --momentum is not rejected here: tl-launch gives it a default (0.9) for every

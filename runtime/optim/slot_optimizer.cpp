@@ -81,7 +81,8 @@ void SlotOptimizer::loadState(const std::vector<std::pair<std::string, at::Tenso
   std::vector<bool> hasCounter(params_.size(), false);
   int64_t steps = -1;
   for (const auto& [name, tensor] : state) {
-    TL_REQUIRE(tensor.defined(), "optimizer ", name_, " state: '", name, "' is an undefined tensor");
+    TL_REQUIRE(tensor.defined(), "optimizer ", name_, " state: '", name,
+               "' is an undefined tensor");
     if (name == "step") {
       TL_REQUIRE(steps < 0, "optimizer ", name_, " state: 'step' appears twice");
       steps = readCounter(name_, name, tensor);
@@ -103,8 +104,8 @@ void SlotOptimizer::loadState(const std::vector<std::pair<std::string, at::Tenso
     at::Tensor& target = param.slots[it - slotNames_.begin()];
     TL_REQUIRE(!target.defined(), "optimizer ", name_, " state: '", name, "' appears twice");
     const at::Tensor& p = params_[index];
-    TL_REQUIRE(tensor.sizes() == p.sizes(), "optimizer ", name_, " state: '", name,
-               "' has shape ", tensor.sizes(), " but parameter ", index, " has shape ", p.sizes());
+    TL_REQUIRE(tensor.sizes() == p.sizes(), "optimizer ", name_, " state: '", name, "' has shape ",
+               tensor.sizes(), " but parameter ", index, " has shape ", p.sizes());
     TL_REQUIRE(tensor.scalar_type() == p.scalar_type(), "optimizer ", name_, " state: '", name,
                "' has dtype ", tensor.scalar_type(), " but parameter ", index, " has ",
                p.scalar_type());

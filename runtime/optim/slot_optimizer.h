@@ -26,8 +26,8 @@ class SlotOptimizer : public Optimizer {
 
  protected:
   struct ParamState {
-    int64_t step = 0;                // updates of this parameter so far, this one included
-    std::vector<at::Tensor> slots;   // in slotNames order; undefined before the first update
+    int64_t step = 0;               // updates of this parameter so far, this one included
+    std::vector<at::Tensor> slots;  // in slotNames order; undefined before the first update
   };
 
   SlotOptimizer(std::string name, std::vector<at::Tensor> params,
@@ -36,8 +36,7 @@ class SlotOptimizer : public Optimizer {
   // Updates `param` in place from `grad` with learning rate `lr`, under a NoGradGuard.
   // `state.step` already counts this update. Undefined slots (first update) are created here,
   // because their first value depends on the rule (SGD's buffer starts as a copy of d_p).
-  virtual void update(at::Tensor& param, const at::Tensor& grad, ParamState& state,
-                      double lr) = 0;
+  virtual void update(at::Tensor& param, const at::Tensor& grad, ParamState& state, double lr) = 0;
 
   const std::string& name() const { return name_; }
 

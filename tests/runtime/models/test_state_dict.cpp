@@ -1,6 +1,5 @@
 // stateDict order and names (PyTorch's state_dict), and the torch.save-format files.
 #include <gtest/gtest.h>
-
 #include <torch/torch.h>
 
 #include <cstdlib>
@@ -67,7 +66,9 @@ TEST(StateDict, ResNetBlocksAndShortcuts) {
   ModelConfig c;
   c.arch = "resnet18";
   const auto r18 = names(*createModel(c));
-  const auto at = [&](const std::string& n) { return std::find(r18.begin(), r18.end(), n) - r18.begin(); };
+  const auto at = [&](const std::string& n) {
+    return std::find(r18.begin(), r18.end(), n) - r18.begin();
+  };
   ASSERT_LT(at("layer2.0.shortcut.0.weight"), int64_t(r18.size()));
   EXPECT_EQ(at("layer2.0.shortcut.1.weight"), at("layer2.0.shortcut.0.weight") + 1);
   EXPECT_EQ(at("layer2.0.shortcut.0.weight"), at("layer2.0.bn2.num_batches_tracked") + 1);
@@ -97,7 +98,8 @@ TEST(StateDictFile, RoundTripRestoresEveryTensor) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].second.equal(b[i].second)) << a[i].first;
 }
 
-void expectLoadError(torch::nn::Module& model, const std::string& path, const std::string& mention) {
+void expectLoadError(torch::nn::Module& model, const std::string& path,
+                     const std::string& mention) {
   try {
     loadStateDict(model, path);
     ADD_FAILURE() << "loaded; expected an InputError mentioning '" << mention << "'";
@@ -115,7 +117,8 @@ TEST(StateDictFile, MismatchesAreInputErrorsAndLeaveTheModelAlone) {
   other.imageSize = 32;
   const auto wrongShape = tmpPath("cnn3x32.pt");
   saveStateDict(*createModel(other), wrongShape);
-  expectLoadError(*model, wrongShape, "'conv1.weight' has shape [32, 3, 3, 3], the model expects [32, 1, 3, 3]");
+  expectLoadError(*model, wrongShape,
+                  "'conv1.weight' has shape [32, 3, 3, 3], the model expects [32, 1, 3, 3]");
 
   const auto wrongModel = tmpPath("resnet20_for_cnn.pt");
   saveStateDict(*createModel(resnet20()), wrongModel);
