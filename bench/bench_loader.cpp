@@ -5,7 +5,7 @@
 // Each configuration runs `--seconds` (default 3) three times; the best run counts, since
 // other processes on a shared machine only ever make a run slower.
 //
-//   bench_loader [--seconds S] [--batch B] [--images N] [--threads N]
+//   bench_loader [--seconds S] [--batch B] [--images N] [--threads N] [--prefetch P] [--task T]
 #include <time.h>
 
 #include <algorithm>
@@ -29,6 +29,8 @@ struct Settings {
   int64_t batch = 128;
   int64_t images = 10000;
   int onlyThreads = 0;  // --threads N: measure only the loader with N threads (profiling)
+  int prefetch = 2;
+  int samplesPerTask = LoaderOptions{}.samplesPerTask;
 };
 
 Settings parse(int argc, char** argv) {
@@ -36,7 +38,7 @@ Settings parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help") {
-      std::printf("usage: bench_loader [--seconds S] [--batch B] [--images N] [--threads N]\n");
+      std::printf("usage: bench_loader [--seconds S] [--batch B] [--images N] [--threads N] [--prefetch P] [--task T]\n");
       std::exit(0);
     }
     char* end = nullptr;
@@ -54,6 +56,10 @@ Settings parse(int argc, char** argv) {
       s.images = int64_t(value);
     } else if (flag == "--threads") {
       s.onlyThreads = int(value);
+    } else if (flag == "--prefetch") {
+      s.prefetch = int(value);
+    } else if (flag == "--task") {
+      s.samplesPerTask = int(value);
     } else {
       std::fprintf(stderr, "bench_loader: error: unknown flag '%s'\n", flag.c_str());
       std::exit(2);
@@ -80,7 +86,7 @@ Measurement measureLoader(const std::shared_ptr<const SamplePipeline>& pipeline,
       DistributedSampler(SamplerOptions{pipeline->dataset().size(), 1, 0, 0, true, false}),
       s.batch, true);
   Loader loader(pipeline, [stream] { return std::optional<BatchRequest>(stream->next()); },
-                LoaderOptions{workers, 2, 8});
+                LoaderOptions{workers, s.prefetch, s.samplesPerTask});
   for (int i = 0; i < 4; ++i) loader.next();  // threads started, allocator warm
   int64_t images = 0;
   const Clock::time_point start = Clock::now();

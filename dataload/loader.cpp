@@ -195,7 +195,8 @@ void Loader::Impl::finishTask(const Task& task, std::exception_ptr error, double
     if (!slot.error) slot.error = error;
     sampleFailed_ = true;
   }
-  if (slot.complete()) batchReady_.notify_all();
+  // Only the front batch can end the consumer's wait.
+  if (slot.complete() && &slot == slots_.front().get()) batchReady_.notify_all();
 }
 
 void Loader::Impl::runTaskUnlocked(const Task& task, std::unique_lock<std::mutex>& lock,
