@@ -5,10 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cfloat>
 #include <cmath>
 #include <cstring>
-#include <limits>
 
 #include "common/check.h"
 
@@ -25,15 +23,6 @@ constexpr int kRoundingMagicRangeBits = 51;
 // Elements per parallel chunk: large enough that thread start-up does not matter.
 constexpr int64_t kGrain = 1 << 16;
 
-// Double-to-float rounding drops the low 29 of the double's 52 fraction bits. A double whose
-// dropped bits are within kMidpointWindow of the half-way pattern may lie on the other side of
-// a float rounding boundary than the exact mean it approximates (the fast path's error is below
-// 3 units in the last place), so such values take the exact path. So do results in float's
-// subnormal range, where the rounding position moves.
-constexpr uint64_t kDroppedBitsMask = (uint64_t(1) << 29) - 1;
-constexpr uint64_t kHalfWay = uint64_t(1) << 28;
-constexpr uint64_t kMidpointWindow = 8;
-
 uint32_t bitsOf(float f) {
   uint32_t b;
   std::memcpy(&b, &f, sizeof b);
@@ -46,15 +35,20 @@ uint64_t bitsOf(double d) {
   return b;
 }
 
-const uint64_t kMinNormalFloatAsDoubleBits = bitsOf(double(FLT_MIN));
+double doubleFromBits(uint64_t b) {
+  double d;
+  std::memcpy(&d, &b, sizeof d);
+  return d;
+}
 
-inline bool needsExactPath(double approx) {
-  const uint64_t bits = bitsOf(approx);
-  const uint64_t dropped = bits & kDroppedBitsMask;
-  const bool nearMidpoint = dropped - (kHalfWay - kMidpointWindow) <= 2 * kMidpointWindow;
-  const uint64_t magnitude = bits & ~(uint64_t(1) << 63);
-  const bool subnormalFloat = magnitude != 0 && magnitude < kMinNormalFloatAsDoubleBits;
-  return nearMidpoint || subnormalFloat;
+// int64 to double by bit arithmetic, exact for |s| <= 2^51 (the rounding trick backwards).
+// Unlike the conversion instruction it vectorises on every x86-64.
+inline double smallToDouble(int64_t s) {
+  return doubleFromBits(bitsOf(kRoundingMagic) + uint64_t(s)) - kRoundingMagic;
+}
+
+inline uint64_t beyondSmall(int64_t s) {  // |s| > 2^51
+  return uint64_t(s) + (uint64_t(1) << 51) > (uint64_t(1) << 52) ? 1 : 0;
 }
 
 template <Accumulate kMode>
@@ -74,26 +68,29 @@ uint32_t quantiseRange(const float* g, uint64_t* acc, int64_t count, double scal
   return maxBits;
 }
 
-void dequantiseRange(const int64_t* sum, float* out, int64_t count, int64_t contributions, int e,
-                     double factor) {
-  constexpr int64_t kBlock = 1024;
-  for (int64_t begin = 0; begin < count; begin += kBlock) {
-    const int64_t end = std::min(count, begin + kBlock);
-    bool anyHard = false;
-    for (int64_t i = begin; i < end; ++i) {
-      const double approx = double(sum[i]) * factor;
-      out[i] = float(approx);
-      anyHard |= needsExactPath(approx);
-    }
-    if (!anyHard) continue;  // the common case: about 2^-25 of the values are hard
-    for (int64_t i = begin; i < end; ++i) {
-      if (needsExactPath(double(sum[i]) * factor)) out[i] = exactMean(sum[i], contributions, e);
-    }
+// The mean as float(double(sum) / (N · 2^e)): for |sum| <= 2^53 the division is the correctly
+// rounded double quotient d, and then float(d) is the correctly rounded float quotient.
+// Rounding twice can only err when d lands on a float midpoint m that the exact quotient
+// v = sum / (N · 2^e) misses, which needs |v - m| <= ulp_double(m) / 2 with v != m. It cannot
+// happen here: m = (2F + 1) · 2^(j-1) (2^j the float spacing at m), so m · N · 2^e is a
+// multiple of 2^min(0, j-1+e), and so is the integer sum; their distance is at least that
+// step, i.e. |v - m| >= min(1 / (N · 2^e), 2^(j-1) / N). The first bound exceeds |v| · 2^-53
+// >= ulp_double(m) / 2 since |sum| <= 2^53 (m is no power of two, subnormal midpoints aside,
+// which pass too); the second exceeds 2^(j-21) > 2^(j-30) >= ulp_double(m) / 2 since m has at
+// most 25 significant bits and N <= 2^20. (A multiplication by the rounded reciprocal would
+// not do: it misses exact ties.) The loop converts with smallToDouble, so sums beyond 2^51,
+// only seen near the range limit, take exactMean.
+void dequantiseRange(const int64_t* sum, float* out, int64_t count, int64_t contributions, int e) {
+  const double divisor = std::ldexp(double(contributions), e);  // exact
+  uint64_t anyLarge = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    out[i] = float(smallToDouble(sum[i]) / divisor);
+    anyLarge |= beyondSmall(sum[i]);
   }
-}
-
-double meanFactor(int64_t contributions, int e) {
-  return std::ldexp(1.0 / double(contributions), -e);
+  if (anyLarge == 0) return;
+  for (int64_t i = 0; i < count; ++i) {
+    if (beyondSmall(sum[i])) out[i] = exactMean(sum[i], contributions, e);
+  }
 }
 
 }  // namespace
@@ -174,9 +171,10 @@ uint32_t quantise(const at::Tensor& g, const at::Tensor& acc, int e, Accumulate 
 }
 
 void dequantiseMean(const int64_t* sum, float* out, int64_t count, int64_t contributions, int e) {
-  const double factor = meanFactor(contributions, e);
+  TL_CHECK_GE(contributions, 1);
+  TL_CHECK_LE(contributions, kMaxContributions);
   at::parallel_for(0, count, kGrain, [&](int64_t begin, int64_t end) {
-    dequantiseRange(sum + begin, out + begin, end - begin, contributions, e, factor);
+    dequantiseRange(sum + begin, out + begin, end - begin, contributions, e);
   });
 }
 
@@ -185,24 +183,22 @@ void dequantiseMean(const at::Tensor& sum, const at::Tensor& out, int64_t contri
   TL_CHECK_EQ(out.scalar_type(), at::kFloat);
   TL_CHECK_EQ(sum.numel(), out.numel());
   TL_CHECK(sum.is_contiguous());
+  TL_CHECK_GE(contributions, 1);
+  TL_CHECK_LE(contributions, kMaxContributions);
   at::Tensor flatSum = sum.view({-1});
-  at::Tensor approx = flatSum.to(at::kDouble).mul_(meanFactor(contributions, e));
-  at::Tensor bits = approx.view(at::kLong);
-  at::Tensor dropped = bits.bitwise_and(int64_t(kDroppedBitsMask));
-  at::Tensor magnitude = bits.bitwise_and(std::numeric_limits<int64_t>::max());
-  at::Tensor hard =
-      dropped.ge(int64_t(kHalfWay - kMidpointWindow))
-          .logical_and_(dropped.le(int64_t(kHalfWay + kMidpointWindow)))
-          .logical_or_(magnitude.gt(0).logical_and_(magnitude.lt(int64_t(kMinNormalFloatAsDoubleBits))));
-  at::Tensor result = approx.to(at::kFloat);
-  at::Tensor hardIndex = hard.nonzero().view({-1});
-  if (hardIndex.numel() > 0) {
-    at::Tensor hardSums = flatSum.index_select(0, hardIndex).cpu();
-    at::Tensor exact = at::empty({hardSums.numel()}, at::kFloat);
-    const int64_t* s = hardSums.data_ptr<int64_t>();
+  // The divisor as a tensor on the sums' device, not as a scalar: CUDA divides by a CPU scalar
+  // through its reciprocal, which is not the correctly rounded quotient.
+  at::Tensor divisor = at::full({}, std::ldexp(double(contributions), e), flatSum.options().dtype(at::kDouble));
+  at::Tensor result = flatSum.to(at::kDouble).div_(divisor).to(at::kFloat);
+  const int64_t exactLimit = int64_t(1) << 53;  // int64 to double is exact up to here
+  at::Tensor largeIndex = flatSum.gt(exactLimit).logical_or_(flatSum.lt(-exactLimit)).nonzero().view({-1});
+  if (largeIndex.numel() > 0) {  // rare: computed exactly on the CPU
+    at::Tensor largeSums = flatSum.index_select(0, largeIndex).cpu();
+    at::Tensor exact = at::empty({largeSums.numel()}, at::kFloat);
+    const int64_t* s = largeSums.data_ptr<int64_t>();
     float* x = exact.data_ptr<float>();
-    for (int64_t i = 0; i < hardSums.numel(); ++i) x[i] = exactMean(s[i], contributions, e);
-    result.index_copy_(0, hardIndex, exact.to(result.device()));
+    for (int64_t i = 0; i < largeSums.numel(); ++i) x[i] = exactMean(s[i], contributions, e);
+    result.index_copy_(0, largeIndex, exact.to(result.device()));
   }
   out.copy_(result.view(out.sizes()));
 }

@@ -150,7 +150,7 @@ TEST(FixedPoint, MeanOnAndBesideFloatMidpointsRoundsCorrectly) {
   // cases where a double approximation (or a truncated quotient) can round the wrong way.
   std::mt19937_64 rng(5);
   std::vector<int64_t> sums;
-  for (int64_t n : {3, 5, 7, 11}) {
+  for (int64_t n : {3, 5, 7, 9, 11, 13, 19, 25, 41, 77, 1001}) {
     sums.clear();
     for (int i = 0; i < 200; ++i) {
       const int64_t f = int64_t((1 << 23) + rng() % (1 << 23));
