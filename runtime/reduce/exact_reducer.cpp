@@ -41,6 +41,10 @@ struct Slot {
   int64_t offset = 0;
 };
 
+// One would do (a replay's identical recomputation fits its scales); a few tolerate a
+// recomputation that differs only slightly.
+constexpr int64_t kMaxConsecutiveReplays = 4;
+
 bool rawCpuFloat(const at::Tensor& t) {
   return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
 }
@@ -103,6 +107,10 @@ class ExactReducer final : public GradientReducer {
     TL_CHECK_LE(totalContributions, fixed::kMaxContributions);
     TL_CHECK_LE(contributions_, totalContributions);
     TL_CHECK_EQ(out.size(), shapes_.size());
+    for (size_t t = 0; t < out.size(); ++t) {  // before any collective: a throw must not strand peers
+      TL_CHECK(out[t].sizes() == at::IntArrayRef(shapes_[t]), "output for '", names_[t], "'");
+      TL_CHECK_EQ(out[t].scalar_type(), at::kFloat, "output for '", names_[t], "'");
+    }
     const std::vector<double> globalMax = agreeOnMaxima();
 
     bool replay = !state_.scalesKnown;
@@ -110,10 +118,16 @@ class ExactReducer final : public GradientReducer {
       replay = fixed::checkFit(globalMax[t], state_.exponents[t], totalContributions) != fixed::Fit::Ok;
     }
     if (replay) {
+      // Identical recomputed contributions always fit the scales set here, so a second replay
+      // in a row means they were not identical (non-deterministic forward/backward).
+      TL_CHECK_LT(consecutiveReplays_, kMaxConsecutiveReplays, "exact reduction: the step was "
+                  "replayed again and again; the recomputed gradients must be bit-identical");
       rescale(globalMax, totalContributions);
       ++replays_;
+      ++consecutiveReplays_;
       return false;
     }
+    consecutiveReplays_ = 0;
 
     if (contributions_ == 0) {
       for (auto& b : buckets_) b.sums.zero_();  // a process with no local worker still joins
@@ -123,8 +137,6 @@ class ExactReducer final : public GradientReducer {
       for (size_t m = 0; m < b.members.size(); ++m) {
         const size_t t = b.members[m];
         at::Tensor& dst = out[t];
-        TL_CHECK(dst.sizes() == at::IntArrayRef(shapes_[t]), "output for '", names_[t], "'");
-        TL_CHECK_EQ(dst.scalar_type(), at::kFloat, "output for '", names_[t], "'");
         at::Tensor sums = b.sums.narrow(0, b.offsets[m], dst.numel());
         if (rawCpuFloat(dst) && sums.device().is_cpu()) {
           fixed::dequantiseMean(sums.data_ptr<int64_t>(), dst.data_ptr<float>(), dst.numel(),
@@ -231,6 +243,7 @@ class ExactReducer final : public GradientReducer {
   std::vector<uint32_t> localMaxBits_;
   int64_t contributions_ = 0;
   int64_t replays_ = 0;
+  int64_t consecutiveReplays_ = 0;
 };
 
 }  // namespace

@@ -108,6 +108,22 @@ TEST(ExactReducer, ReplaysWhenGradientsOutgrowTheHeadroomOrShrinkTooFar) {
   EXPECT_EQ(r->replays(), 3);
 }
 
+TEST(ExactReducer, RecomputationsThatKeepChangingAreReported) {
+  SingleProcessComm comm;
+  auto r = createExactReducer(comm, {at::zeros({1})}, {"w"}, 1 << 20);
+  at::Tensor out = at::zeros({1});
+  float g = 1.0f;
+  try {
+    for (int attempt = 0; attempt < 10; ++attempt, g *= 1e4f) {
+      ASSERT_FALSE(stepWith(*r, {g}, out)) << "attempt " << attempt;
+    }
+    ADD_FAILURE() << "endless replays";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("must be bit-identical"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(r->replays(), 4);
+}
+
 TEST(ExactReducer, AllZeroTensorKeepsAScaleAndGivesZeros) {
   SingleProcessComm comm;
   SyntheticJob job;
