@@ -58,6 +58,7 @@ EstExecutor::EstExecutor(JobConfig config, Placement placement, comm::Communicat
   validate(config_);
   TL_CHECK_EQ(placement_.processes(), comm_.size(), "placement does not match the communicator");
   device_ = train::resolveDevice(config_);
+  simRate_ = simulatedDeviceRate(config_.device);
   at::set_num_threads(config_.computeThreads);
   data_ = train::openJobData(config_);
   train::adaptModelToData(config_, data_.train->dataset());

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "est/est_context.h"
+#include "est/loader_tuner.h"
 #include "est/placement.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/job_config.h"
@@ -58,6 +59,9 @@ class EstExecutor {
   // process passes the same state, with all N contexts).
   void restore(const JobState& state);
 
+  // Lets `tuner` size the loader pool while running (nullptr: the configured size throughout).
+  void setLoaderTuner(LoaderTuner* tuner) { tuner_ = tuner; }
+
   // Trains until the planned number of steps or until the observer says Stop.
   train::TrainResult run(train::MetricsLog& metrics, StepObserver* observer = nullptr);
 
@@ -86,6 +90,8 @@ class EstExecutor {
   train::StepPlan plan_;
   std::vector<EstContext> local_;  // this process's ESTs, in logical-rank order
   int64_t stepsDone_ = 0;
+  double simRate_ = 0;             // --device sim:RATE: images/s consumed by waiting
+  LoaderTuner* tuner_ = nullptr;
 };
 
 }  // namespace tl::est

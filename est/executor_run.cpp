@@ -7,6 +7,7 @@
 #include <boost/fiber/mutex.hpp>
 #include <exception>
 #include <mutex>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
@@ -159,13 +160,21 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
           } else {
             setCpuGeneratorState(rngAtStepStart);  // the replay must draw the same dropout masks
           }
-          // DDP broadcasts rank 0's buffers before every forward: each EST starts from them.
-          copyInto(model_->buffers(), buffersAtStepStart);
           auto t0 = Clock::now();
-          estStats[i] = train::forwardBackward(*model_, images, labels);
-          estCompute[i] += secondsBetween(t0, Clock::now());
-          if (ctx.logicalRank == 0) buffersOfRankZero = cloneAll(model_->buffers());
-          reducer_->addContribution(train::gradients(*model_));
+          if (simRate_ > 0) {
+            // A stand-in device: busy for batch/RATE seconds without using a core.
+            std::this_thread::sleep_for(std::chrono::duration<double>(double(labels.size(0)) / simRate_));
+            estStats[i] = train::BatchStats{0.0, 0, labels.size(0)};
+            estCompute[i] += secondsBetween(t0, Clock::now());
+          } else {
+            // DDP broadcasts rank 0's buffers before every forward: each EST starts from them.
+            copyInto(model_->buffers(), buffersAtStepStart);
+            t0 = Clock::now();
+            estStats[i] = train::forwardBackward(*model_, images, labels);
+            estCompute[i] += secondsBetween(t0, Clock::now());
+            if (ctx.logicalRank == 0) buffersOfRankZero = cloneAll(model_->buffers());
+            reducer_->addContribution(train::gradients(*model_));
+          }
         } catch (...) {
           sync.error = std::current_exception();
         }
@@ -227,6 +236,40 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
     epoch = EpochTimers{};
   };
 
+  // --workers auto: report measurement windows of about a second, apply new pool sizes.
+  struct TuningWindow {
+    Clock::time_point start = Clock::now();
+    double compute = 0;
+    int64_t consumed = 0;
+    data::LoaderStats loaderAtStart;
+    double waitAtStart = 0;
+  } window;
+  window.loaderAtStart = loader.stats();
+  auto tuneLoader = [&](double computeSeconds, int64_t consumed) {
+    window.compute += computeSeconds;
+    window.consumed += consumed;
+    if (secondsBetween(window.start, Clock::now()) >= 1.0) {
+      data::LoaderStats now = loader.stats();
+      tuning::LoaderObservation lo;
+      lo.workers = now.workers;
+      lo.busySeconds = now.workerBusySeconds - window.loaderAtStart.workerBusySeconds;
+      lo.images = now.images - window.loaderAtStart.images;
+      tuner_->report(lo, tuning::ComputeObservation{window.compute, window.consumed},
+                     now.waitSeconds - window.loaderAtStart.waitSeconds);
+      window = TuningWindow{};
+      window.loaderAtStart = now;
+    }
+    if (auto w = tuner_->pendingWorkers(); w && *w != loader.workers()) {
+      if (lead) spdlog::info("loader workers {} -> {} (node coordinator)", loader.workers(), *w);
+      loader.setWorkers(*w);
+      ++result.loaderResizes;
+      window.loaderAtStart = loader.stats();  // a window measures one pool size
+      window.start = Clock::now();
+      window.compute = 0;
+      window.consumed = 0;
+    }
+  };
+
   try {
     bool stopRequested = false;
     while (stepsDone_ < total && !stopRequested) {
@@ -246,6 +289,7 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
         sync.mainTurn.wait(lock, [&] { return sync.turn == k; });
         if (sync.error) std::rethrow_exception(sync.error);
         lock.unlock();
+        if (simRate_ > 0) break;
         auto r0 = Clock::now();
         auto grads = train::gradients(*model_);
         bool done = reducer_->finish(grads, n);
@@ -264,11 +308,13 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
       lastWait = waited;
 
       auto c0 = Clock::now();
-      if (ownsRankZero) copyInto(model_->buffers(), buffersOfRankZero);
-      train::broadcastBuffers(*model_, deviceComm_, bufferRoot);
-      auto c1 = Clock::now();
       const double lr = optim::learningRate(plan_.schedule, step);
-      optimizer_->step(lr);
+      if (simRate_ == 0) {
+        if (ownsRankZero) copyInto(model_->buffers(), buffersOfRankZero);
+        train::broadcastBuffers(*model_, deviceComm_, bufferRoot);
+      }
+      auto c1 = Clock::now();
+      if (simRate_ == 0) optimizer_->step(lr);
       auto c2 = Clock::now();
       train::BatchStats local;
       for (const auto& s : estStats) local.add(s);
@@ -298,6 +344,8 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
                        total, currentEpoch, global.meanLoss(), global.accuracy(), lr, ips);
         }
       }
+      result.computeSeconds += computeSeconds;
+      if (tuner_) tuneLoader(computeSeconds, local.samples);
       if (observer && observer->afterStep(stepsDone_, *this) == StepAction::Stop) stopRequested = true;
     }
   } catch (...) {
@@ -331,6 +379,12 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
     }
   }
   result.paramsSha256 = train::paramsSha256(*model_);
+  data::LoaderStats ls = loader.stats();
+  result.loaderWorkers = ls.workers;
+  result.loaderBusySeconds = ls.workerBusySeconds;
+  result.loaderImages = ls.images;
+  result.dataWaitSeconds = ls.waitSeconds;
+  result.simulatedDevice = simRate_ > 0;
   return result;
 }
 

@@ -34,7 +34,9 @@ LaunchOptions parseLaunchOptions(const std::vector<std::string>& args) {
   f.addChoice("augment", &augment, {"on", "off"}, "random crop and flip of training images");
   f.addBool("drop-last", &j.dropLastBatch, "drop each epoch's last short batch");
   f.addInt("batch", &j.batch, "batch size per worker", 1);
-  f.addInt("workers", &j.workers, "loader threads per process (0: load on the training thread)", 0, 256);
+  std::string workers = "2";
+  f.addString("workers", &workers,
+              "loader threads per process (0: load on the training thread), or 'auto': the node coordinator sizes the pool");
   f.addInt("prefetch", &j.prefetch, "batches prepared ahead per loader thread", 1, 64);
   f.addInt("epochs", &j.epochs, "epochs to train (default 1 unless --steps is given)", 0);
   f.addInt("steps", &j.steps, "optimizer steps to train (instead of --epochs); 0 = none", 0);
@@ -51,7 +53,8 @@ LaunchOptions parseLaunchOptions(const std::vector<std::string>& args) {
   f.addDouble("warmup-epochs", &j.schedule.warmupEpochs, "linear warm-up length in epochs", 0);
   f.addDouble("min-lr", &j.schedule.minLr, "cosine schedule: final learning rate", 0);
   f.addInt("seed", &seed, "seed of the job (model init, data order, augmentation)", 0);
-  f.addChoice("device", &j.device, {"cpu", "cuda"}, "device of each process");
+  f.addString("device", &j.device,
+              "device of each process: cpu, cuda, or sim:RATE (a stand-in consuming RATE images/s without a core)");
   f.addInt("compute-threads", &j.computeThreads, "intra-op threads per worker (part of the job's result)", 1, 256);
   f.addChoice("reduction", &j.reduction, {"exact", "fp32"}, "gradient reduction");
   f.addDouble("bucket-mb", &bucketMb, "gradient bucket size in MiB", 0.001, 4096);
@@ -67,6 +70,8 @@ LaunchOptions parseLaunchOptions(const std::vector<std::string>& args) {
               "where checkpoints go [default: <output-dir>/checkpoint, or the --resume folder]");
   f.addInt("checkpoint-every", &out.checkpointEvery, "checkpoint every this many steps (0: only on SIGUSR1)", 0);
   f.addInt("stop-at-step", &out.stopAtStep, "checkpoint and exit after this step (0: run to the end)", 0);
+  f.addString("coordinator-dir", &out.coordinatorDir,
+              "run directory of this node's loader coordinator, for --workers auto [default: /tmp/tl-coordinator-<uid>]");
   f.addString("resume", &out.resume, "continue the job checkpointed in this folder, on any number of processes");
 
   if (!f.parse(args)) {
@@ -75,6 +80,14 @@ LaunchOptions parseLaunchOptions(const std::vector<std::string>& args) {
     return out;
   }
   for (const auto& name : f.givenFlags()) out.given.insert(name);
+  if (workers == "auto") {
+    j.autoWorkers = true;
+    j.workers = 1;  // until the coordinator assigns a size
+  } else {
+    int64_t w = parseInt(workers, "--workers");
+    TL_REQUIRE(w >= 0 && w <= 256, "--workers: must be between 0 and 256 or 'auto', got ", w);
+    j.workers = int(w);
+  }
   if (f.given("placement")) out.placement = parseIntList(placement, "--placement");
   if (out.checkpointDir.empty()) {
     if (!out.resume.empty()) out.checkpointDir = out.resume;

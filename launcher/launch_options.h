@@ -18,6 +18,7 @@ struct LaunchOptions {
   int64_t checkpointEvery = 0;
   int64_t stopAtStep = 0;
   std::string resume;              // checkpoint folder to continue from
+  std::string coordinatorDir;      // node coordinator's run directory (--workers auto)
   std::set<std::string> given;     // flags given on the command line
   bool help = false;
   std::string usage;  // filled when help is true

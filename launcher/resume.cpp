@@ -74,7 +74,10 @@ JobConfig resumedConfig(const JobConfig& saved, int savedLogicalWorkers, const L
   JobConfig c = saved;
   // How and where it runs may change with the new launch.
   const JobConfig& now = cli.job;
-  if (cli.given.count("workers")) c.workers = now.workers;
+  if (cli.given.count("workers")) {
+    c.workers = now.workers;
+    c.autoWorkers = now.autoWorkers;
+  }
   if (cli.given.count("prefetch")) c.prefetch = now.prefetch;
   if (cli.given.count("data-dir")) c.dataDir = now.dataDir;
   if (cli.given.count("output-dir")) c.outputDir = now.outputDir;

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
+
 #include "common/check.h"
 
 namespace tl {
@@ -12,8 +14,8 @@ void validate(const JobConfig& c) {
   TL_REQUIRE(c.prefetch >= 1, "--prefetch: must be at least 1, got ", c.prefetch);
   TL_REQUIRE(c.epochs >= 0 && c.steps >= 0, "--epochs and --steps must not be negative");
   TL_REQUIRE(c.computeThreads >= 1, "--compute-threads: must be at least 1, got ", c.computeThreads);
-  TL_REQUIRE(c.device == "cpu" || c.device == "cuda", "--device: unknown device '", c.device,
-             "' (expected cpu or cuda)");
+  TL_REQUIRE(c.device == "cpu" || c.device == "cuda" || simulatedDeviceRate(c.device) > 0,
+             "--device: unknown device '", c.device, "' (expected cpu, cuda or sim:RATE)");
   TL_REQUIRE(c.reduction == "fp32" || c.reduction == "exact", "--reduction: unknown mode '",
              c.reduction, "' (expected exact or fp32)");
   TL_REQUIRE(!c.dataDir.empty(), "--data-dir: required (the folder holding the ", c.dataset, " files)");
@@ -21,6 +23,16 @@ void validate(const JobConfig& c) {
              "--lr-schedule: unknown schedule '", c.schedule.kind, "' (expected constant, step or cosine)");
   TL_REQUIRE(c.schedule.kind != "step" || c.schedule.stepEpochs > 0,
              "--lr-step-epochs: must be positive with --lr-schedule step");
+}
+
+double simulatedDeviceRate(const std::string& device) {
+  if (device.rfind("sim:", 0) != 0) return 0;
+  const std::string rate = device.substr(4);
+  char* end = nullptr;
+  double v = std::strtod(rate.c_str(), &end);
+  TL_REQUIRE(!rate.empty() && *end == '\0' && v > 0 && v < 1e12, "--device ", device,
+             ": RATE must be a positive number of images per second, e.g. sim:2000");
+  return v;
 }
 
 nlohmann::json toJson(const JobConfig& c) {
@@ -35,6 +47,7 @@ nlohmann::json toJson(const JobConfig& c) {
   j["drop_last_batch"] = c.dropLastBatch;
   j["batch"] = c.batch;
   j["workers"] = c.workers;
+  j["auto_workers"] = c.autoWorkers;
   j["prefetch"] = c.prefetch;
   j["epochs"] = c.epochs;
   j["steps"] = c.steps;
@@ -76,6 +89,7 @@ JobConfig jobConfigFromJson(const nlohmann::json& j) {
     c.dropLastBatch = j.at("drop_last_batch");
     c.batch = j.at("batch");
     c.workers = j.at("workers");
+    c.autoWorkers = j.value("auto_workers", false);
     c.prefetch = j.at("prefetch");
     c.epochs = j.at("epochs");
     c.steps = j.at("steps");

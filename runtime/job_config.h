@@ -29,6 +29,7 @@ struct JobConfig {
 
   int64_t batch = 32;        // per worker
   int workers = 2;           // loader threads per process (0: load on the training thread)
+  bool autoWorkers = false;  // let the node coordinator size the pool (workers = start size)
   int prefetch = 2;
   int64_t epochs = 0;        // exactly one of epochs / steps drives the length
   int64_t steps = 0;
@@ -37,7 +38,7 @@ struct JobConfig {
   LrScheduleConfig schedule;
 
   uint64_t seed = 0;
-  std::string device = "cpu";  // cpu | cuda
+  std::string device = "cpu";  // cpu | cuda | sim:RATE (a stand-in device consuming RATE images/s)
   int deviceIndex = 0;         // cuda device of this process (set by the launcher)
   int computeThreads = 1;      // intra-op threads per worker: part of the job, not the machine
 
@@ -52,6 +53,9 @@ struct JobConfig {
 
 // Checks a config for consistency; InputError naming the offending setting.
 void validate(const JobConfig& config);
+
+// For --device sim:RATE, RATE in images/s; 0 for real devices. InputError on a bad RATE.
+double simulatedDeviceRate(const std::string& device);
 
 nlohmann::json toJson(const JobConfig& config);
 // Inverse of toJson (for checkpoints); InputError naming a missing or mistyped field.

@@ -27,6 +27,19 @@ nlohmann::json summaryJson(const TrainResult& r, const JobConfig& config, const 
   nlohmann::json epochs = nlohmann::json::array();
   for (const auto& e : r.epochs) epochs.push_back(toJson(e));
   j["epochs"] = epochs;
+  j["compute_s"] = r.computeSeconds;
+  j["data_wait_s"] = r.dataWaitSeconds;
+  j["loader"] = {{"workers", r.loaderWorkers},
+                 {"busy_s", r.loaderBusySeconds},
+                 {"images", r.loaderImages},
+                 {"resizes", r.loaderResizes},
+                 {"auto", config.autoWorkers}};
+  j["replays"] = r.replays;
+  j["device"] = config.device;
+  j["simulated_device"] = r.simulatedDevice;
+  if (r.simulatedDevice) {
+    j["note"] = "simulated device: batches were loaded and consumed by waiting; no training step ran";
+  }
   j["config"] = toJson(config);
   return j;
 }

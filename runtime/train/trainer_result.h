@@ -27,6 +27,14 @@ struct TrainResult {
   double wallSeconds = 0;
   std::string paramsSha256;
   std::vector<EpochSummary> epochs;
+  // Where the time went over this run, for throughput models (tl-profile, the coordinator).
+  double computeSeconds = 0;
+  double dataWaitSeconds = 0;
+  int loaderWorkers = 0;         // pool size at the end
+  double loaderBusySeconds = 0;  // summed over loader workers
+  int64_t loaderImages = 0;
+  int64_t loaderResizes = 0;     // pool size changes applied (--workers auto)
+  bool simulatedDevice = false;  // --device sim:RATE: batches consumed by waiting, model untouched
 };
 
 // How many optimizer steps a job runs and how the epoch-based schedule maps onto steps.

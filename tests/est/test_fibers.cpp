@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "common/check.h"
 #include "est/est_context.h"
 #include "est/fiber_scheduler.h"
 

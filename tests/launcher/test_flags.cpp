@@ -36,6 +36,14 @@ TEST(Flags, DefaultsToOneEpochOfFashionMnist) {
   EXPECT_EQ(o.job.dataDir, tl::launcher::kFashionMnistDir);
 }
 
+TEST(Flags, AutoWorkersAndSimulatedDevice) {
+  auto o = parseLaunchOptions({"--workers", "auto", "--device", "sim:2500"});
+  EXPECT_TRUE(o.job.autoWorkers);
+  EXPECT_EQ(o.job.workers, 1);
+  EXPECT_DOUBLE_EQ(tl::simulatedDeviceRate(o.job.device), 2500.0);
+  EXPECT_FALSE(parseLaunchOptions({"--workers", "3"}).job.autoWorkers);
+}
+
 TEST(Flags, HelpIsNotAnError) {
   auto o = parseLaunchOptions({"--help"});
   EXPECT_TRUE(o.help);
@@ -50,7 +58,11 @@ TEST(Flags, BadInputNamesTheFlag) {
   EXPECT_NE(errorOf({"--lr"}).find("--lr: missing value"), std::string::npos);
   EXPECT_NE(errorOf({"--epochs", "1", "--steps", "3"}).find("not both"), std::string::npos);
   EXPECT_NE(errorOf({"--model", "resnet"}).find("--depth"), std::string::npos);
-  EXPECT_NE(errorOf({"--device", "tpu"}).find("--device: unknown value 'tpu'"), std::string::npos);
+  EXPECT_NE(errorOf({"--device", "tpu"}).find("--device: unknown device 'tpu'"), std::string::npos);
+  EXPECT_NE(errorOf({"--device", "sim:fast"}).find("--device sim:fast: RATE must be a positive number"),
+            std::string::npos);
+  EXPECT_NE(errorOf({"--workers", "many"}).find("--workers: expected an integer, got 'many'"), std::string::npos);
+  EXPECT_NE(errorOf({"--workers", "300"}).find("--workers: must be between 0 and 256 or 'auto'"), std::string::npos);
   EXPECT_NE(errorOf({"--eval", "--eval"}).find("more than once"), std::string::npos);
   EXPECT_NE(errorOf({"stray"}).find("unexpected argument 'stray'"), std::string::npos);
 }

@@ -34,9 +34,9 @@ class LaunchE2E : public ::testing::Test {
 
   // Runs tl-launch on the synthetic data with `np` processes; `extra` appended to the flags.
   CommandResult launch(int np, const std::string& outDir, const std::string& extra,
-                       int timeout = 240) {
-    std::string cmd = mpirun(np) + TL_LAUNCH_BIN + " --dataset cifar10 --data-dir " + gDataDir +
-                      " --model cnn --batch 16 --lr 0.05 --momentum 0.9 --log-every 0 --output-dir " +
+                       const std::string& model = "--model cnn", int timeout = 240) {
+    std::string cmd = mpirun(np) + TL_LAUNCH_BIN + " --dataset cifar10 --data-dir " + gDataDir + " " +
+                      model + " --batch 16 --lr 0.05 --momentum 0.9 --log-every 0 --output-dir " +
                       outDir + " " + extra;
     return runCommand(cmd, timeout, outDir);
   }
@@ -93,7 +93,7 @@ TEST_F(LaunchE2E, SameSeedGivesSameParamsWhateverTheLoaderThreads) {
 
 TEST_F(LaunchE2E, RunsOnThreeProcessesWithResNet20) {
   auto out = freshDir("e2e_resnet");
-  auto r = launch(3, out, "--model resnet --depth 20 --steps 3 --batch 8");
+  auto r = launch(3, out, "--steps 3", "--model resnet --depth 20");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_EQ(summary(out)["processes"], 3);
 }
