@@ -21,7 +21,8 @@ struct ThroughputModel {
 
   // Images/s the loader pool alone produces with `workers` threads (0 workers: 0).
   double loaderRate(double workers) const;
-  // Predicted job throughput with `workers` loader threads.
+  // Predicted job throughput with `workers` loader threads: min(C, loaderRate(workers)). With 0
+  // workers the training thread loads and computes in turn: 1 / (b + 1/C).
   double predict(double workers) const;
 };
 
@@ -40,6 +41,12 @@ struct ComputeObservation {
 // pool sizes seen (a = 0 while only one size has been seen), and C from the compute windows.
 // Newer windows can outweigh older ones (exponential forgetting) so the model follows a job
 // whose behaviour changes.
+//
+// Each loader window weighs as many images as it produced (its t is an average over them),
+// times forgetting^(windows added after it). The fit clamps a >= 0 and b > 0, refitting the
+// other coefficient when one is clamped. C = images / seconds over the compute windows, with
+// the same forgetting; infinite while no compute time was seen. Windows with no images carry
+// no information and are ignored. Not thread-safe: one owner calls everything.
 class ThroughputFitter {
  public:
   explicit ThroughputFitter(double forgetting = 1.0);  // 1: keep everything equally
@@ -47,14 +54,18 @@ class ThroughputFitter {
   void addCompute(const ComputeObservation& observation);
   bool ready() const;  // at least one loader and one compute window
   ThroughputModel fit() const;
+  // How many different pool sizes the remembered loader windows cover; a and b are both
+  // identifiable from 2 on.
+  int distinctWorkerCounts() const;
 
  private:
   struct Point {
-    double workers, secondsPerImage, weight;
+    double workers, secondsPerImage, images, decay;
   };
   double forgetting_;
   std::vector<Point> loader_;
   double computeSeconds_ = 0, computeImages_ = 0;
+  bool sawCompute_ = false;
 };
 
 }  // namespace tl::tuning

@@ -1,0 +1,210 @@
+#include "dataload/tuning/node_balancer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <thread>
+
+#include "common/check.h"
+
+namespace tl::tuning {
+
+namespace {
+
+// A job without measurements predicts nothing: all its splits look alike to the allocator.
+ThroughputModel modelOf(const ThroughputFitter& fitter) {
+  if (!fitter.ready()) return ThroughputModel{0, 1, 0};
+  return fitter.fit();
+}
+
+}  // namespace
+
+NodeBalancer::NodeBalancer(const BalancerOptions& options) : options_(options) {
+  if (options_.hardwareCores <= 0) {
+    options_.hardwareCores = std::max(1, int(std::thread::hardware_concurrency()));
+  }
+  TL_REQUIRE(options_.loaderCores >= 0, "loader cores must be at least 0, got ",
+             options_.loaderCores);
+  TL_REQUIRE(options_.minGain >= 0, "minimum gain must be at least 0, got ", options_.minGain);
+  TL_REQUIRE(options_.exploreWindows >= 1, "explore windows must be at least 1");
+  TL_REQUIRE(options_.driftShare > 0, "drift share must be positive");
+}
+
+int NodeBalancer::budget() const {
+  if (options_.loaderCores > 0) return options_.loaderCores;
+  int compute = 0;
+  for (const auto& [id, job] : jobs_) compute += job.spec.computeThreads;
+  return std::max(1, options_.hardwareCores - compute);
+}
+
+int NodeBalancer::measuredSizes(const Job& job) const {
+  int sizes = 0;
+  for (const auto& [workers, windows] : job.windowsBySize) {
+    if (windows >= options_.exploreWindows) ++sizes;
+  }
+  return sizes;
+}
+
+bool NodeBalancer::exploring(const Job& job) const {
+  return job.spec.minWorkers < job.spec.maxWorkers && measuredSizes(job) < 2;
+}
+
+int NodeBalancer::explorationTarget(const Job& job) const {
+  for (const auto& [workers, windows] : job.windowsBySize) {
+    if (windows < options_.exploreWindows) continue;
+    if (workers != job.base) return job.base;  // the one measured size is elsewhere
+    return job.base > job.spec.minWorkers ? job.base - 1 : job.base + 1;
+  }
+  return job.base;  // nothing measured yet
+}
+
+void NodeBalancer::updateBases() {
+  const int share = budget() / std::max<int>(1, int(jobs_.size()));
+  for (auto& [id, job] : jobs_) {
+    job.base = std::clamp(share, job.spec.minWorkers, job.spec.maxWorkers);
+  }
+}
+
+Decision NodeBalancer::addJob(const std::string& id, const JobSpec& spec) {
+  TL_REQUIRE(!jobs_.count(id), "job '", id, "' is already registered");
+  TL_REQUIRE(spec.minWorkers >= 1 && spec.maxWorkers >= spec.minWorkers, "job '", id,
+             "': need 1 <= min workers <= max workers, got ", spec.minWorkers, " and ",
+             spec.maxWorkers);
+  TL_REQUIRE(spec.computeThreads >= 0, "job '", id, "': compute threads must be >= 0");
+  Job job{spec, spec.workers, spec.minWorkers, ThroughputFitter(options_.forgetting), {}, {}};
+  jobs_.emplace(id, std::move(job));
+  updateBases();
+  Decision decision = rebalance(true, "job " + id + " joined");
+  decision.changes.emplace(id, jobs_.at(id).assigned);  // it always hears its size
+  return decision;
+}
+
+Decision NodeBalancer::removeJob(const std::string& id) {
+  if (!jobs_.erase(id)) return {};
+  updateBases();
+  return rebalance(true, "job " + id + " left");
+}
+
+Decision NodeBalancer::report(const std::string& id, const ReportMessage& report) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return {};
+  Job& job = it->second;
+  const bool wasExploring = exploring(job);
+  if (!wasExploring && trackDrift(job, report)) {
+    return rebalance(true, "job " + id + " no longer matches its model; exploring again");
+  }
+  job.fitter.addLoader(report.loader);
+  job.fitter.addCompute(report.compute);
+  if (report.loader.images > 0) ++job.windowsBySize[report.loader.workers];
+  const bool finished = wasExploring && !exploring(job);
+  return rebalance(finished, finished ? "job " + id + " finished exploring"
+                                      : "report from " + id);
+}
+
+bool NodeBalancer::trackDrift(Job& job, const ReportMessage& report) {
+  if (!job.fitter.ready() || report.loader.images <= 0) return false;
+  const ThroughputModel model = job.fitter.fit();
+  const double predicted = model.a * report.loader.workers + model.b;
+  const double measured = report.loader.busySeconds / double(report.loader.images);
+  if (std::abs(measured - predicted) <= options_.driftShare * predicted) {
+    job.offModel.clear();
+    return false;
+  }
+  job.offModel.push_back(report);
+  if (int(job.offModel.size()) < options_.exploreWindows) return false;
+  // The old windows describe another job: start over from the ones that disagree.
+  job.fitter = ThroughputFitter(options_.forgetting);
+  job.windowsBySize.clear();
+  for (const ReportMessage& window : job.offModel) {
+    job.fitter.addLoader(window.loader);
+    job.fitter.addCompute(window.compute);
+    ++job.windowsBySize[window.loader.workers];
+  }
+  job.offModel.clear();
+  return true;
+}
+
+Decision NodeBalancer::rebalance(bool force, const std::string& why) {
+  Decision decision;
+  std::vector<std::string> fittedIds;
+  std::vector<JobDemand> demands;
+  std::vector<int> current;
+  int explorersTotal = 0;
+  bool explorerMoved = false;
+  for (auto& [id, job] : jobs_) {
+    if (exploring(job)) {
+      int target = explorationTarget(job);
+      explorersTotal += target;
+      if (target != job.assigned) {
+        decision.changes[id] = target;
+        job.assigned = target;
+        explorerMoved = true;
+      }
+    } else {
+      fittedIds.push_back(id);
+      demands.push_back({modelOf(job.fitter), job.spec.minWorkers, job.spec.maxWorkers});
+      current.push_back(job.assigned);
+    }
+  }
+  const std::vector<int> proposal =
+      allocateGreedy(demands, std::max(0, budget() - explorersTotal));
+
+  bool apply = force || explorerMoved;
+  long currentSum = 0, proposalSum = 0;
+  for (size_t j = 0; j < demands.size(); ++j) {
+    currentSum += current[j];
+    proposalSum += proposal[j];
+    if (current[j] < demands[j].minWorkers || current[j] > demands[j].maxWorkers) apply = true;
+  }
+  std::string gainText;
+  if (currentSum != proposalSum) apply = true;
+  if (!apply) {
+    double before = predictedTotal(demands, current);
+    double after = predictedTotal(demands, proposal);
+    apply = std::isfinite(after) && after > before * (1 + options_.minGain);
+    std::ostringstream os;
+    os.precision(4);
+    os << " (predicted " << before << " -> " << after << " images/s)";
+    gainText = os.str();
+  }
+  if (apply) {
+    for (size_t j = 0; j < fittedIds.size(); ++j) {
+      Job& job = jobs_.at(fittedIds[j]);
+      if (proposal[j] != job.assigned) {
+        decision.changes[fittedIds[j]] = proposal[j];
+        job.assigned = proposal[j];
+      }
+    }
+  }
+  if (!decision.changes.empty() || force) decision.reason = why + gainText + ": " + describe();
+  return decision;
+}
+
+std::vector<JobView> NodeBalancer::jobs() const {
+  std::vector<JobView> out;
+  for (const auto& [id, job] : jobs_) {
+    out.push_back({id, job.assigned, exploring(job), job.fitter.ready(), modelOf(job.fitter)});
+  }
+  return out;
+}
+
+std::string NodeBalancer::describe() const {
+  std::ostringstream os;
+  os.precision(4);
+  os << "budget " << budget() << " cores";
+  double total = 0;
+  for (const JobView& job : jobs()) {
+    os << "; " << job.id << " " << job.workers << (job.exploring ? " exploring" : "");
+    if (!job.measured) {
+      os << " [not measured yet]";
+      continue;
+    }
+    os << " [a=" << job.model.a << " b=" << job.model.b << " C=" << job.model.computeRate
+       << " -> " << job.model.predict(job.workers) << "/s]";
+    total += job.model.predict(job.workers);
+  }
+  os << "; predicted total " << total << " images/s";
+  return os.str();
+}
+
+}  // namespace tl::tuning

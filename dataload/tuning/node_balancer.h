@@ -1,0 +1,111 @@
+// The coordinator's decisions, without any I/O: which job gets how many loader workers.
+//
+// Budget: --loader-cores when given, else the node's hardware cores minus the compute threads
+// of the registered jobs, at least 1.
+//
+// Exploration. A job's a and b are identifiable only from windows at two pool sizes, so until
+// a job has `exploreWindows` report windows at each of two sizes it is *exploring* and its size
+// is pinned instead of allocated:
+//   - its base is the fair share clamp(budget / jobs, min, max), recomputed when jobs come
+//     and go;
+//   - it runs at its base until it has enough windows there (windows at any size count: the
+//     pool size is in each report, so windows measured before the job applied an assignment
+//     are used too, and a base that moves gives the second size for free);
+//   - then one step down (base - 1, so exploring never exceeds the budget), or one step up
+//     when the base is already the job's minimum (this may put one worker above the budget
+//     for those few windows).
+// A job with min == max has nothing to decide and is never explored.
+//
+// Drift. Once a job sits at one size, forgetting fades the windows at other sizes, and the
+// slope a would rest on stale windows alone if the job's cost then changed (a new phase, other
+// data). So when `exploreWindows` windows in a row measure a per-image time more than
+// `driftShare` away from the fitted model, the job's history is cleared (those windows kept)
+// and it explores again.
+//
+// Allocation. Jobs that finished exploring share what the explorers leave, by allocateGreedy
+// on their fitted models. Hysteresis: a report alone moves the split only when the predicted
+// total of those jobs grows by more than `minGain` (a share, default 3%), so noise does not
+// flap pool sizes; a job arriving or leaving, an explorer changing size or finishing, or a
+// split that no longer adds up to the budget re-decides unconditionally.
+//
+// Threading: not thread-safe; the coordinator's single event loop owns it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dataload/tuning/allocator.h"
+#include "dataload/tuning/protocol.h"
+
+namespace tl::tuning {
+
+struct BalancerOptions {
+  int loaderCores = 0;    // 0: hardwareCores - sum of compute threads, at least 1
+  int hardwareCores = 0;  // 0: std::thread::hardware_concurrency()
+  double minGain = 0.03;  // predicted gain a move must exceed, as a share of the current total
+  double forgetting = 0.9;  // per report window, for every job's ThroughputFitter
+  int exploreWindows = 2;   // windows needed at each of two sizes before a job is fitted
+  double driftShare = 0.3;  // per-image time this far off the model, repeatedly: re-explore
+};
+
+struct JobSpec {
+  int64_t pid = 0;
+  int computeThreads = 1;
+  int minWorkers = 1;
+  int maxWorkers = 1;
+  int workers = 1;  // what the job runs when it registers
+};
+
+struct Decision {
+  std::map<std::string, int> changes;  // job -> new size; a new job is always included
+  std::string reason;                  // one line for the log; empty when nothing moved
+};
+
+struct JobView {
+  std::string id;
+  int workers = 0;
+  bool exploring = false;
+  bool measured = false;  // false: no report with images yet, `model` is a placeholder
+  ThroughputModel model;
+};
+
+class NodeBalancer {
+ public:
+  explicit NodeBalancer(const BalancerOptions& options);
+
+  // InputError when the id is taken or the limits are invalid.
+  Decision addJob(const std::string& id, const JobSpec& spec);
+  Decision removeJob(const std::string& id);  // unknown ids are ignored
+  Decision report(const std::string& id, const ReportMessage& report);
+
+  int budget() const;
+  bool hasJob(const std::string& id) const { return jobs_.count(id) > 0; }
+  size_t jobCount() const { return jobs_.size(); }
+  std::vector<JobView> jobs() const;  // in id order
+  std::string describe() const;       // one line: every job's size, state and model
+
+ private:
+  struct Job {
+    JobSpec spec;
+    int assigned = 0;
+    int base = 0;  // exploration size, the fair share
+    ThroughputFitter fitter;
+    std::map<int, int> windowsBySize;
+    std::vector<ReportMessage> offModel;  // consecutive windows that disagree with the model
+  };
+  // True when this window made the job drift (its history is then reset).
+  bool trackDrift(Job& job, const ReportMessage& report);
+  // Sizes with at least exploreWindows windows; exploring while fewer than 2 (and min < max).
+  int measuredSizes(const Job& job) const;
+  bool exploring(const Job& job) const;
+  int explorationTarget(const Job& job) const;
+  void updateBases();
+  Decision rebalance(bool force, const std::string& why);
+
+  BalancerOptions options_;
+  std::map<std::string, Job> jobs_;
+};
+
+}  // namespace tl::tuning

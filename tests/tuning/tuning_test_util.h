@@ -1,0 +1,92 @@
+// Shared helpers for the tuning tests: synthetic jobs that follow a known throughput model,
+// waiting with a deadline, and a raw protocol connection.
+#pragma once
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "dataload/tuning/protocol.h"
+#include "dataload/tuning/throughput_model.h"
+#include "dataload/tuning/unix_socket.h"
+
+namespace tl::tuning::test_util {
+
+// One measurement window of a job that behaves exactly like `truth` with `workers` threads,
+// with multiplicative noise of relative size `noise` on the loader's per-image time.
+inline ReportMessage syntheticWindow(const ThroughputModel& truth, int workers, double seconds,
+                                     std::mt19937* rng = nullptr, double noise = 0) {
+  double perImage = truth.a * workers + truth.b;
+  if (rng && noise > 0) perImage *= 1 + std::normal_distribution<double>(0, noise)(*rng);
+  ReportMessage r;
+  double consumed = truth.predict(workers) * seconds;
+  r.loader.workers = workers;
+  r.loader.images = int64_t(std::llround(consumed));
+  r.loader.busySeconds = perImage * double(r.loader.images);
+  r.compute.images = r.loader.images;
+  r.compute.computeSeconds =
+      std::isinf(truth.computeRate) ? 0 : double(r.compute.images) / truth.computeRate;
+  r.waitSeconds = std::max(0.0, seconds - r.compute.computeSeconds);
+  return r;
+}
+
+inline bool waitFor(const std::function<bool()>& condition, double seconds) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// A protocol peer driven byte by byte, for what CoordinatorClient would never send.
+class RawConnection {
+ public:
+  explicit RawConnection(const std::string& runDir) : fd_(connectUnix(socketPath(runDir))) {}
+  bool valid() const { return fd_.valid(); }
+  bool send(const std::string& bytes) { return sendAll(fd_.get(), bytes); }
+  // The next line, "" on timeout, "<closed>" when the peer closed.
+  std::string readLine(double seconds = 5) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (;;) {
+      size_t newline = buffer_.find('\n');
+      if (newline != std::string::npos) {
+        std::string line = buffer_.substr(0, newline);
+        buffer_.erase(0, newline + 1);
+        return line;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return "";
+      pollfd p{fd_.get(), POLLIN, 0};
+      if (::poll(&p, 1, int(left.count())) <= 0) continue;
+      char chunk[4096];
+      ssize_t n = ::recv(fd_.get(), chunk, sizeof(chunk), 0);
+      if (n <= 0) return "<closed>";
+      buffer_.append(chunk, size_t(n));
+    }
+  }
+  std::string registerJob(const std::string& job, int64_t pid = 0, int minWorkers = 1,
+                          int maxWorkers = 8, int workers = 1) {
+    RegisterMessage r{job, pid, 0, minWorkers, maxWorkers, workers};
+    send(encode(JobMessage{r}));
+    return readLine();
+  }
+
+ private:
+  UniqueFd fd_;
+  std::string buffer_;
+};
+
+inline int assignedWorkers(const std::string& line) {
+  auto message = decodeCoordinatorMessage(line);
+  return std::get<AssignMessage>(message).workers;
+}
+
+}  // namespace tl::tuning::test_util
