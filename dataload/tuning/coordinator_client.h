@@ -1,0 +1,104 @@
+// The job side of the node coordinator: registers the job, forwards its measurement windows
+// and hands the training thread the pool sizes the coordinator assigns.
+//
+// Integration in a training loop (the client never touches the loader itself):
+//
+//   tuning::CoordinatorClient client({runDir, "resnet/0", computeThreads, workers, 1, 8, bin});
+//   client.connect();                        // false: no coordinator; the job runs as it is
+//   ...every window (e.g. ~1 s of steps, one pool size):
+//   client.report({loader.workers(), busyDelta, producedDelta}, {computeDelta, consumedDelta},
+//                 waitDelta);
+//   if (auto w = client.pendingWorkers()) loader.setWorkers(*w);   // then start a new window
+//
+// A window should cover a single pool size: start the next one after setWorkers.
+//
+// Failure behaviour: when the coordinator cannot be reached, goes away or rejects the job, the
+// job keeps its current pool size; the client logs a warning once per outage (spdlog's default
+// logger), never throws from report() or pendingWorkers(), never blocks the training thread,
+// and is immune to SIGPIPE (MSG_NOSIGNAL). With reconnectSeconds > 0 it retries in the
+// background (starting a coordinator through ensureCoordinator when coordinatorBinary is set)
+// and registers again with the size the job runs now. A rejection (a duplicate job id, bad
+// limits) is permanent: no retries.
+//
+// Threading: connect(), report(), pendingWorkers() and the accessors may be called from any
+// thread. A background I/O thread owns the socket after connect(); report() only queues.
+// The destructor sends "leave" (waiting at most ~1 s for the socket) and joins that thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "dataload/tuning/protocol.h"
+#include "dataload/tuning/throughput_model.h"
+#include "dataload/tuning/unix_socket.h"
+
+namespace tl::tuning {
+
+struct CoordinatorClientOptions {
+  std::string runDir;  // e.g. defaultRunDir()
+  std::string jobId;   // unique on the node, e.g. "<name>/<rank>"
+  int computeThreads = 1;
+  int initialWorkers = 1;  // the pool size the job starts with
+  int minWorkers = 1;
+  int maxWorkers = 8;
+  std::string coordinatorBinary;  // set: start tl-coordinator when none listens
+  double reconnectSeconds = 2;    // 0: stay disconnected once the coordinator is lost
+};
+
+class CoordinatorClient {
+ public:
+  // InputError for an empty job id or limits outside 1 <= min <= max.
+  explicit CoordinatorClient(CoordinatorClientOptions options);
+  ~CoordinatorClient();
+  CoordinatorClient(const CoordinatorClient&) = delete;
+  CoordinatorClient& operator=(const CoordinatorClient&) = delete;
+
+  // Connects (starting a coordinator first when coordinatorBinary is set) and registers.
+  // False when that failed (logged once); the background thread keeps retrying if allowed.
+  bool connect();
+  // Queues one measurement window; dropped while disconnected. Never blocks.
+  void report(const LoaderObservation& loader, const ComputeObservation& compute,
+              double waitSeconds);
+  // A pool size assigned since the last call that differs from the last one returned (or
+  // from initialWorkers); nullopt otherwise. Each size is returned once.
+  std::optional<int> pendingWorkers();
+
+  bool connected() const { return connected_.load(); }
+  bool rejected() const { return rejected_.load(); }
+  // The pool size the job runs (as far as the client knows): the last one returned.
+  int currentWorkers() const;
+
+ private:
+  bool tryConnect();  // I/O thread, or connect() before the thread starts
+  void ioLoop();
+  void receive();
+  void flushOutput();
+  void lose(const std::string& why);
+  void wake();
+  void warnOnce(const std::string& message);
+
+  const CoordinatorClientOptions options_;
+  UniqueFd socket_;              // owned by the I/O thread once it runs
+  UniqueFd wakeRead_, wakeWrite_;
+  LineBuffer in_;
+  std::string out_;
+  std::thread io_;
+
+  mutable std::mutex mutex_;     // guards the members below
+  std::deque<std::string> queue_;
+  std::optional<int> pending_;
+  int lastDelivered_;
+  bool stopping_ = false;
+  bool warned_ = false;
+
+  std::atomic<bool> connected_{false};
+  std::atomic<bool> rejected_{false};
+};
+
+}  // namespace tl::tuning
