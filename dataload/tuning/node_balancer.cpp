@@ -49,19 +49,30 @@ bool NodeBalancer::exploring(const Job& job) const {
   return job.spec.minWorkers < job.spec.maxWorkers && measuredSizes(job) < 2;
 }
 
-int NodeBalancer::explorationTarget(const Job& job) const {
-  for (const auto& [workers, windows] : job.windowsBySize) {
-    if (windows < options_.exploreWindows) continue;
-    if (workers != job.base) return job.base;  // the one measured size is elsewhere
-    return job.base > job.spec.minWorkers ? job.base - 1 : job.base + 1;
+int NodeBalancer::explorationTarget(const std::string& id, Job& job) {
+  // Exploring means fewer than two sizes are measured: if the base is one, the other is next.
+  auto atBase = job.windowsBySize.find(job.base);
+  if (atBase == job.windowsBySize.end() || atBase->second < options_.exploreWindows) {
+    return job.base;
   }
-  return job.base;  // nothing measured yet
+  if (job.step == 0) {
+    int othersUse = 0;
+    for (const auto& [otherId, other] : jobs_) {
+      if (otherId != id) othersUse += other.assigned;
+    }
+    const bool spareCore = budget() - othersUse - job.base > 0;
+    const bool canGoUp = job.base < job.spec.maxWorkers;
+    job.step = (spareCore && canGoUp) || job.base == job.spec.minWorkers ? 1 : -1;
+  }
+  return job.base + job.step;
 }
 
 void NodeBalancer::updateBases() {
   const int share = budget() / std::max<int>(1, int(jobs_.size()));
   for (auto& [id, job] : jobs_) {
-    job.base = std::clamp(share, job.spec.minWorkers, job.spec.maxWorkers);
+    int base = std::clamp(share, job.spec.minWorkers, job.spec.maxWorkers);
+    if (base != job.base) job.step = 0;
+    job.base = base;
   }
 }
 
@@ -71,7 +82,7 @@ Decision NodeBalancer::addJob(const std::string& id, const JobSpec& spec) {
              "': need 1 <= min workers <= max workers, got ", spec.minWorkers, " and ",
              spec.maxWorkers);
   TL_REQUIRE(spec.computeThreads >= 0, "job '", id, "': compute threads must be >= 0");
-  Job job{spec, spec.workers, spec.minWorkers, ThroughputFitter(options_.forgetting), {}, {}};
+  Job job{spec, spec.workers, spec.minWorkers, 0, ThroughputFitter(options_.forgetting), {}, {}};
   jobs_.emplace(id, std::move(job));
   updateBases();
   Decision decision = rebalance(true, "job " + id + " joined");
@@ -97,8 +108,7 @@ Decision NodeBalancer::report(const std::string& id, const ReportMessage& report
   job.fitter.addCompute(report.compute);
   if (report.loader.images > 0) ++job.windowsBySize[report.loader.workers];
   const bool finished = wasExploring && !exploring(job);
-  return rebalance(finished, finished ? "job " + id + " finished exploring"
-                                      : "report from " + id);
+  return rebalance(finished, finished ? "job " + id + " finished exploring" : "report from " + id);
 }
 
 bool NodeBalancer::trackDrift(Job& job, const ReportMessage& report) {
@@ -121,6 +131,7 @@ bool NodeBalancer::trackDrift(Job& job, const ReportMessage& report) {
     ++job.windowsBySize[window.loader.workers];
   }
   job.offModel.clear();
+  job.step = 0;
   return true;
 }
 
@@ -133,7 +144,7 @@ Decision NodeBalancer::rebalance(bool force, const std::string& why) {
   bool explorerMoved = false;
   for (auto& [id, job] : jobs_) {
     if (exploring(job)) {
-      int target = explorationTarget(job);
+      int target = explorationTarget(id, job);
       explorersTotal += target;
       if (target != job.assigned) {
         decision.changes[id] = target;
@@ -146,8 +157,7 @@ Decision NodeBalancer::rebalance(bool force, const std::string& why) {
       current.push_back(job.assigned);
     }
   }
-  const std::vector<int> proposal =
-      allocateGreedy(demands, std::max(0, budget() - explorersTotal));
+  const std::vector<int> proposal = allocateGreedy(demands, std::max(0, budget() - explorersTotal));
 
   bool apply = force || explorerMoved;
   long currentSum = 0, proposalSum = 0;
@@ -199,8 +209,8 @@ std::string NodeBalancer::describe() const {
       os << " [not measured yet]";
       continue;
     }
-    os << " [a=" << job.model.a << " b=" << job.model.b << " C=" << job.model.computeRate
-       << " -> " << job.model.predict(job.workers) << "/s]";
+    os << " [a=" << job.model.a << " b=" << job.model.b << " C=" << job.model.computeRate << " -> "
+       << job.model.predict(job.workers) << "/s]";
     total += job.model.predict(job.workers);
   }
   os << "; predicted total " << total << " images/s";

@@ -11,9 +11,11 @@
 //   - it runs at its base until it has enough windows there (windows at any size count: the
 //     pool size is in each report, so windows measured before the job applied an assignment
 //     are used too, and a base that moves gives the second size for free);
-//   - then one step down (base - 1, so exploring never exceeds the budget), or one step up
-//     when the base is already the job's minimum (this may put one worker above the budget
-//     for those few windows).
+//   - then one step, chosen once: up when the other jobs leave a core of the budget unused
+//     (typically one that another explorer's step down just freed), else down, or up anyway
+//     when the base is the job's minimum (one worker above the budget for those windows).
+//     Explorers thus pair up, one down and one up, and the node keeps using its budget while
+//     they measure.
 // A job with min == max has nothing to decide and is never explored.
 //
 // Drift. Once a job sits at one size, forgetting fades the windows at other sizes, and the
@@ -42,9 +44,9 @@
 namespace tl::tuning {
 
 struct BalancerOptions {
-  int loaderCores = 0;    // 0: hardwareCores - sum of compute threads, at least 1
-  int hardwareCores = 0;  // 0: std::thread::hardware_concurrency()
-  double minGain = 0.03;  // predicted gain a move must exceed, as a share of the current total
+  int loaderCores = 0;      // 0: hardwareCores - sum of compute threads, at least 1
+  int hardwareCores = 0;    // 0: std::thread::hardware_concurrency()
+  double minGain = 0.03;    // predicted gain a move must exceed, as a share of the current total
   double forgetting = 0.9;  // per report window, for every job's ThroughputFitter
   int exploreWindows = 2;   // windows needed at each of two sizes before a job is fitted
   double driftShare = 0.3;  // per-image time this far off the model, repeatedly: re-explore
@@ -91,6 +93,7 @@ class NodeBalancer {
     JobSpec spec;
     int assigned = 0;
     int base = 0;  // exploration size, the fair share
+    int step = 0;  // the second size is base + step; 0 until chosen
     ThroughputFitter fitter;
     std::map<int, int> windowsBySize;
     std::vector<ReportMessage> offModel;  // consecutive windows that disagree with the model
@@ -100,7 +103,7 @@ class NodeBalancer {
   // Sizes with at least exploreWindows windows; exploring while fewer than 2 (and min < max).
   int measuredSizes(const Job& job) const;
   bool exploring(const Job& job) const;
-  int explorationTarget(const Job& job) const;
+  int explorationTarget(const std::string& id, Job& job);
   void updateBases();
   Decision rebalance(bool force, const std::string& why);
 

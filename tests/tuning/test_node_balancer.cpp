@@ -81,6 +81,17 @@ TEST(NodeBalancer, ExploresUpwardFromTheMinimum) {
   EXPECT_EQ(node.workers["b"], 2);
 }
 
+TEST(NodeBalancer, ExplorersPairUpToKeepUsingTheBudget) {
+  Node node(fixedBudget(6));
+  for (const char* id : {"a", "b", "c"}) node.add(id, {0, 0.01, 1000});
+  node.round();
+  node.round();
+  // a steps down and frees a core, b steps up into it, c steps down.
+  EXPECT_EQ(node.workers["a"], 1);
+  EXPECT_EQ(node.workers["b"], 3);
+  EXPECT_EQ(node.workers["c"], 1);
+}
+
 TEST(NodeBalancer, WindowsBeforeAnAssignmentWasAppliedCount) {
   NodeBalancer balancer(fixedBudget(4));
   ThroughputModel truth{0, 0.01, 1000};
