@@ -48,8 +48,8 @@ int run(int argc, char** argv) {
                   "exit after this long without a job; 0: never", 0);
   flags.addDouble("min-gain", &options.balancer.minGain,
                   "move cores only when the predicted total grows by more than this share", 0, 1);
-  flags.addInt("hardware-cores", &options.balancer.hardwareCores,
-               "cores of the node; 0: detect", 0);
+  flags.addInt("hardware-cores", &options.balancer.hardwareCores, "cores of the node; 0: detect",
+               0);
   if (!flags.parse(argc, argv)) {
     std::fputs(flags.usage().c_str(), stdout);
     return 0;

@@ -28,8 +28,8 @@ CoordinatorClient::CoordinatorClient(CoordinatorClientOptions options)
     : options_(std::move(options)), lastDelivered_(options_.initialWorkers) {
   TL_REQUIRE(!options_.jobId.empty(), "coordinator client: the job id is empty");
   TL_REQUIRE(options_.minWorkers >= 1 && options_.maxWorkers >= options_.minWorkers,
-             "coordinator client: need 1 <= min workers <= max workers, got ",
-             options_.minWorkers, " and ", options_.maxWorkers);
+             "coordinator client: need 1 <= min workers <= max workers, got ", options_.minWorkers,
+             " and ", options_.maxWorkers);
   int pipeFds[2];
   TL_CHECK(::pipe2(pipeFds, O_CLOEXEC | O_NONBLOCK) == 0, std::strerror(errno));
   wakeRead_.reset(pipeFds[0]);
@@ -70,16 +70,16 @@ bool CoordinatorClient::tryConnect() {
       ensureCoordinator(options_.runDir, options_.coordinatorBinary);
     }
   } catch (const std::exception& e) {
-    warnOnce(str("node coordinator unavailable (", e.what(), "); keeping ",
-                 currentWorkers(), " loader workers"));
+    warnOnce(str("node coordinator unavailable (", e.what(), "); keeping ", currentWorkers(),
+                 " loader workers"));
     return false;
   }
   UniqueFd fd = connectUnix(socketPath(options_.runDir));
-  RegisterMessage hello{options_.jobId,       int64_t(::getpid()), options_.computeThreads,
-                        options_.minWorkers,  options_.maxWorkers, currentWorkers()};
+  RegisterMessage hello{options_.jobId,      int64_t(::getpid()), options_.computeThreads,
+                        options_.minWorkers, options_.maxWorkers, currentWorkers()};
   if (!fd.valid() || !sendAll(fd.get(), encode(JobMessage{hello}))) {
-    warnOnce(str("no node coordinator at ", socketPath(options_.runDir), " (",
-                 std::strerror(errno), "); keeping ", currentWorkers(), " loader workers"));
+    warnOnce(str("no node coordinator at ", socketPath(options_.runDir), " (", std::strerror(errno),
+                 "); keeping ", currentWorkers(), " loader workers"));
     return false;
   }
   setNonBlocking(fd.get());
@@ -97,8 +97,8 @@ bool CoordinatorClient::tryConnect() {
   return true;
 }
 
-void CoordinatorClient::report(const LoaderObservation& loader,
-                               const ComputeObservation& compute, double waitSeconds) {
+void CoordinatorClient::report(const LoaderObservation& loader, const ComputeObservation& compute,
+                               double waitSeconds) {
   if (!connected_) return;
   std::string line = encode(JobMessage{ReportMessage{loader, compute, waitSeconds}});
   {

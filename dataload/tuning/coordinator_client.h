@@ -84,13 +84,13 @@ class CoordinatorClient {
   void warnOnce(const std::string& message);
 
   const CoordinatorClientOptions options_;
-  UniqueFd socket_;              // owned by the I/O thread once it runs
+  UniqueFd socket_;  // owned by the I/O thread once it runs
   UniqueFd wakeRead_, wakeWrite_;
   LineBuffer in_;
   std::string out_;
   std::thread io_;
 
-  mutable std::mutex mutex_;     // guards the members below
+  mutable std::mutex mutex_;  // guards the members below
   std::deque<std::string> queue_;
   std::optional<int> pending_;
   int lastDelivered_;

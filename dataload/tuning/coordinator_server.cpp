@@ -77,9 +77,8 @@ CoordinatorServer::CoordinatorServer(const CoordinatorOptions& options)
   stopRead_.reset(pipeFds[0]);
   stopWrite_.reset(pipeFds[1]);
   log_->info("tl-coordinator pid {} serving {}; loader cores: {}", ::getpid(), socketFile_,
-             options_.balancer.loaderCores > 0
-                 ? std::to_string(options_.balancer.loaderCores)
-                 : "hardware cores minus the jobs' compute threads");
+             options_.balancer.loaderCores > 0 ? std::to_string(options_.balancer.loaderCores)
+                                               : "hardware cores minus the jobs' compute threads");
 }
 
 CoordinatorServer::~CoordinatorServer() = default;
@@ -212,10 +211,11 @@ void CoordinatorServer::handleLine(int id, Connection& connection, const std::st
   }
   TL_REQUIRE(!connection.jobId.empty(), "the first message must be register");
   if (auto* p = std::get_if<ReportMessage>(&message)) {
-    log_->debug("{} report: {} workers, {} images in {:.3f} busy s, {} images in {:.3f} "
-                "compute s, wait {:.3f} s", name(id), p->loader.workers, p->loader.images,
-                p->loader.busySeconds, p->compute.images, p->compute.computeSeconds,
-                p->waitSeconds);
+    log_->debug(
+        "{} report: {} workers, {} images in {:.3f} busy s, {} images in {:.3f} "
+        "compute s, wait {:.3f} s",
+        name(id), p->loader.workers, p->loader.images, p->loader.busySeconds, p->compute.images,
+        p->compute.computeSeconds, p->waitSeconds);
     apply(balancer_.report(connection.jobId, *p));
     return;
   }

@@ -44,8 +44,8 @@ void spawnDetached(const std::string& runDir, const std::string& binary,
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   // New session: the job's Ctrl-C or its process group's signals do not reach the coordinator.
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                            POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attributes,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   sigset_t none, all;
   sigemptyset(&none);
   sigfillset(&all);
@@ -70,16 +70,15 @@ bool ensureCoordinator(const std::string& runDir, const std::string& coordinator
   TL_REQUIRE(::access(coordinatorBinary.c_str(), X_OK) == 0, "coordinator binary '",
              coordinatorBinary, "' is not executable: ", std::strerror(errno));
 
-  const auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(options.timeoutSeconds));
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(options.timeoutSeconds));
   const std::string lockFile = spawnLockPath(runDir);
   // O_CLOEXEC matters: a coordinator that inherited this descriptor would hold the lock.
   UniqueFd lock(::open(lockFile.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   TL_REQUIRE(lock.valid(), "cannot open '", lockFile, "': ", std::strerror(errno));
   while (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
-    TL_REQUIRE(errno == EWOULDBLOCK || errno == EINTR, "cannot lock '", lockFile, "': ",
-               std::strerror(errno));
+    TL_REQUIRE(errno == EWOULDBLOCK || errno == EINTR, "cannot lock '", lockFile,
+               "': ", std::strerror(errno));
     if (Clock::now() > deadline) {
       throw TimeoutError(str("could not lock '", lockFile, "' within ", options.timeoutSeconds,
                              " s: another process is starting the coordinator and hangs"));

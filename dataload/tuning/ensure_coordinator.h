@@ -20,7 +20,7 @@
 namespace tl::tuning {
 
 struct EnsureCoordinatorOptions {
-  double timeoutSeconds = 10;         // for the lock and for the new coordinator to listen
+  double timeoutSeconds = 10;          // for the lock and for the new coordinator to listen
   std::vector<std::string> extraArgs;  // appended after --run-dir DIR
 };
 

@@ -21,11 +21,10 @@ const json& field(const json& object, const char* key) {
 
 int64_t intField(const json& object, const char* key, int64_t min, int64_t max) {
   const json& value = field(object, key);
-  TL_REQUIRE(value.is_number_integer(), "field '", key, "' must be an integer, got ",
-             value.dump());
+  TL_REQUIRE(value.is_number_integer(), "field '", key, "' must be an integer, got ", value.dump());
   // Unsigned values above INT64_MAX would wrap in get<int64_t>().
-  TL_REQUIRE(!value.is_number_unsigned() || value.get<uint64_t>() <= uint64_t(max),
-             "field '", key, "' must be at most ", max, ", got ", value.dump());
+  TL_REQUIRE(!value.is_number_unsigned() || value.get<uint64_t>() <= uint64_t(max), "field '", key,
+             "' must be at most ", max, ", got ", value.dump());
   int64_t v = value.get<int64_t>();
   TL_REQUIRE(v >= min && v <= max, "field '", key, "' must be between ", min, " and ", max,
              ", got ", v);
@@ -57,10 +56,14 @@ constexpr int64_t kMaxCount = std::numeric_limits<int64_t>::max() / 2;
 std::string encode(const JobMessage& message) {
   json out;
   if (auto* r = std::get_if<RegisterMessage>(&message)) {
-    out = {{"type", "register"},       {"protocol", kProtocolVersion},
-           {"job", r->job},            {"pid", r->pid},
-           {"compute_threads", r->computeThreads}, {"min_workers", r->minWorkers},
-           {"max_workers", r->maxWorkers}, {"workers", r->workers}};
+    out = {{"type", "register"},
+           {"protocol", kProtocolVersion},
+           {"job", r->job},
+           {"pid", r->pid},
+           {"compute_threads", r->computeThreads},
+           {"min_workers", r->minWorkers},
+           {"max_workers", r->maxWorkers},
+           {"workers", r->workers}};
   } else if (auto* p = std::get_if<ReportMessage>(&message)) {
     out = {{"type", "report"},
            {"workers", p->loader.workers},
@@ -141,8 +144,8 @@ void LineBuffer::append(const char* data, size_t size) {
   size_t lastNewline = buffer_.rfind('\n');
   size_t partialStart =
       lastNewline == std::string::npos || lastNewline < start_ ? start_ : lastNewline + 1;
-  TL_REQUIRE(buffer_.size() - partialStart <= kMaxLineBytes, "message longer than ",
-             kMaxLineBytes, " bytes without a newline");
+  TL_REQUIRE(buffer_.size() - partialStart <= kMaxLineBytes, "message longer than ", kMaxLineBytes,
+             " bytes without a newline");
 }
 
 bool LineBuffer::nextLine(std::string& line) {

@@ -27,9 +27,7 @@ bool fillAddress(const std::string& path, sockaddr_un& address) {
 
 }  // namespace
 
-std::string socketPath(const std::string& runDir) {
-  return joinPath(runDir, "coordinator.sock");
-}
+std::string socketPath(const std::string& runDir) { return joinPath(runDir, "coordinator.sock"); }
 std::string spawnLockPath(const std::string& runDir) {
   return joinPath(runDir, "coordinator.lock");
 }
@@ -103,8 +101,7 @@ UniqueFd listenUnix(const std::string& path) {
   TL_REQUIRE(::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0,
              "cannot bind '", path, "': ", std::strerror(errno));
   ::chmod(path.c_str(), 0600);
-  TL_REQUIRE(::listen(fd.get(), 128) == 0, "cannot listen on '", path, "': ",
-             std::strerror(errno));
+  TL_REQUIRE(::listen(fd.get(), 128) == 0, "cannot listen on '", path, "': ", std::strerror(errno));
   return fd;
 }
 

@@ -11,10 +11,10 @@
 namespace tl::tuning {
 
 // The files of a coordinator's run directory.
-std::string socketPath(const std::string& runDir);         // coordinator.sock
-std::string spawnLockPath(const std::string& runDir);      // coordinator.lock (ensureCoordinator)
-std::string instanceLockPath(const std::string& runDir);   // coordinator.pid (held while alive)
-std::string logPath(const std::string& runDir);            // coordinator.log
+std::string socketPath(const std::string& runDir);        // coordinator.sock
+std::string spawnLockPath(const std::string& runDir);     // coordinator.lock (ensureCoordinator)
+std::string instanceLockPath(const std::string& runDir);  // coordinator.pid (held while alive)
+std::string logPath(const std::string& runDir);           // coordinator.log
 // /tmp/tl-coordinator-<uid>
 std::string defaultRunDir();
 

@@ -18,8 +18,8 @@ JobDemand randomJob(std::mt19937& rng) {
   JobDemand job;
   job.model.a = unit(rng) < 0.2 ? 0 : 0.004 * unit(rng);
   job.model.b = 0.001 + 0.02 * unit(rng);
-  job.model.computeRate = unit(rng) < 0.2 ? std::numeric_limits<double>::infinity()
-                                          : 50 + 1000 * unit(rng);
+  job.model.computeRate =
+      unit(rng) < 0.2 ? std::numeric_limits<double>::infinity() : 50 + 1000 * unit(rng);
   job.minWorkers = 1 + int(rng() % 2);
   job.maxWorkers = job.minWorkers + int(rng() % 6);
   return job;
@@ -57,7 +57,8 @@ TEST(Allocator, CoresGoWhereTheyGainMost) {
 
 TEST(Allocator, TiesSpreadEvenlyAndDeterministically) {
   // Both jobs saturated from one worker on: no gain anywhere, so spread the cores evenly.
-  std::vector<JobDemand> jobs{{{0, 0.001, 10}, 1, 8}, {{0, 0.001, 10}, 1, 8}, {{0, 0.001, 10}, 1, 8}};
+  std::vector<JobDemand> jobs{
+      {{0, 0.001, 10}, 1, 8}, {{0, 0.001, 10}, 1, 8}, {{0, 0.001, 10}, 1, 8}};
   EXPECT_EQ(allocateGreedy(jobs, 7), (std::vector<int>{3, 2, 2}));
 }
 

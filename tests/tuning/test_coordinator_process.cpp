@@ -36,7 +36,9 @@ EnsureCoordinatorOptions withArgs(std::vector<std::string> args) {
   return options;
 }
 
-pid_t coordinatorPid(const std::string& dir) { return pid_t(std::stol(readFile(instanceLockPath(dir)))); }
+pid_t coordinatorPid(const std::string& dir) {
+  return pid_t(std::stol(readFile(instanceLockPath(dir))));
+}
 
 // True once no coordinator holds the run directory's instance lock.
 bool coordinatorGone(const std::string& dir) {
@@ -143,7 +145,12 @@ TEST(CoordinatorProcess, JobsSurviveASigkilledCoordinatorAndJoinTheNextOne) {
       if (auto w = clients[j]->pendingWorkers()) workers[j] = *w;
     }
   };
-  ASSERT_TRUE(waitFor([&] { poll(); return workers[0] == 2 && workers[1] == 2; }, 5));
+  ASSERT_TRUE(waitFor(
+      [&] {
+        poll();
+        return workers[0] == 2 && workers[1] == 2;
+      },
+      5));
 
   ASSERT_EQ(::kill(first, SIGKILL), 0);
   ASSERT_TRUE(waitFor([&] { return !clients[0]->connected() && !clients[1]->connected(); }, 5));
@@ -160,10 +167,13 @@ TEST(CoordinatorProcess, JobsSurviveASigkilledCoordinatorAndJoinTheNextOne) {
   ASSERT_TRUE(waitFor([&] { return coordinatorGone(dir); }, 5));
   EXPECT_TRUE(ensureCoordinator(dir, kBinary, withArgs({"--loader-cores", "6"})));
   EXPECT_NE(coordinatorPid(dir), first);
-  EXPECT_TRUE(waitFor([&] {
-    poll();
-    return clients[0]->connected() && clients[1]->connected() && workers[0] + workers[1] == 6;
-  }, 10)) << workers[0] << " " << workers[1];
+  EXPECT_TRUE(waitFor(
+      [&] {
+        poll();
+        return clients[0]->connected() && clients[1]->connected() && workers[0] + workers[1] == 6;
+      },
+      10))
+      << workers[0] << " " << workers[1];
 }
 
 // A synthetic job process: starts the coordinator itself if needed, follows its assignments

@@ -64,11 +64,13 @@ struct SimulatedJob {
 // Steps every job until `done` holds (true) or the time is up (false).
 bool runUntil(std::vector<std::unique_ptr<SimulatedJob>>& jobs, const std::function<bool()>& done,
               double seconds = 10) {
-  return waitFor([&] {
-    for (auto& job : jobs) job->step();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    return done();
-  }, seconds);
+  return waitFor(
+      [&] {
+        for (auto& job : jobs) job->step();
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        return done();
+      },
+      seconds);
 }
 
 int totalWorkers(const std::vector<std::unique_ptr<SimulatedJob>>& jobs) {
@@ -86,12 +88,14 @@ TEST(CoordinatorServer, AssignmentsAddUpToTheBudget) {
     ASSERT_TRUE(jobs.back()->client.connect());
   }
   // Before any report: the fair share, 2 each.
-  EXPECT_TRUE(waitFor([&] {
-    for (auto& job : jobs) {
-      if (auto w = job->client.pendingWorkers()) job->workers = *w;
-    }
-    return jobs[0]->workers == 2 && jobs[1]->workers == 2 && jobs[2]->workers == 2;
-  }, 5));
+  EXPECT_TRUE(waitFor(
+      [&] {
+        for (auto& job : jobs) {
+          if (auto w = job->client.pendingWorkers()) job->workers = *w;
+        }
+        return jobs[0]->workers == 2 && jobs[1]->workers == 2 && jobs[2]->workers == 2;
+      },
+      5));
   // After exploring, still the whole budget.
   EXPECT_TRUE(runUntil(jobs, [&] { return totalWorkers(jobs) == 6; }));
 }
@@ -109,10 +113,12 @@ TEST(CoordinatorServer, MeasurementsMoveCoresAndLeavingFreesThem) {
   }
   const std::vector<int> best = bestStaticSplit(demands, 6);
   ASSERT_EQ(best, (std::vector<int>{4, 1, 1}));
-  EXPECT_TRUE(runUntil(jobs, [&] {
-    return jobs[0]->workers == best[0] && jobs[1]->workers == best[1] &&
-           jobs[2]->workers == best[2];
-  })) << jobs[0]->workers << " " << jobs[1]->workers << " " << jobs[2]->workers;
+  EXPECT_TRUE(runUntil(jobs,
+                       [&] {
+                         return jobs[0]->workers == best[0] && jobs[1]->workers == best[1] &&
+                                jobs[2]->workers == best[2];
+                       }))
+      << jobs[0]->workers << " " << jobs[1]->workers << " " << jobs[2]->workers;
 
   jobs.erase(jobs.begin());  // the destructor sends leave
   EXPECT_TRUE(runUntil(jobs, [&] { return totalWorkers(jobs) == 6; }));
@@ -151,11 +157,15 @@ TEST(CoordinatorServer, MalformedMessagesAreRejectedCleanly) {
       {"[1]\n", "expected a JSON object"},
       {std::string("\x01\x02\xff\xfe\n", 5), "not valid JSON"},
       {R"({"type":"report","workers":1,"busy_s":1,"images_produced":1,"compute_s":1,)"
-       R"("images_consumed":1,"wait_s":0})" "\n", "the first message must be register"},
+       R"("images_consumed":1,"wait_s":0})"
+       "\n",
+       "the first message must be register"},
       {encode(JobMessage{RegisterMessage{"holder/0", 0, 0, 1, 8, 1}}), "already registered"},
       {valid + valid, "register sent twice"},
       {R"({"type":"register","protocol":1,"job":"y/0","pid":0,"compute_threads":0,)"
-       R"("min_workers":3,"max_workers":2,"workers":1})" "\n", "max_workers"},
+       R"("min_workers":3,"max_workers":2,"workers":1})"
+       "\n",
+       "max_workers"},
       {std::string(kMaxLineBytes + 10, 'x'), "longer than"},
   };
   for (const auto& [bytes, expected] : cases) {
@@ -167,8 +177,7 @@ TEST(CoordinatorServer, MalformedMessagesAreRejectedCleanly) {
     ASSERT_FALSE(reply.empty()) << "no answer to " << bytes.substr(0, 60);
     auto message = decodeCoordinatorMessage(reply);
     ASSERT_TRUE(std::holds_alternative<ErrorMessage>(message)) << reply;
-    EXPECT_NE(std::get<ErrorMessage>(message).message.find(expected), std::string::npos)
-        << reply;
+    EXPECT_NE(std::get<ErrorMessage>(message).message.find(expected), std::string::npos) << reply;
     EXPECT_EQ(peer.readLine(), "<closed>");
   }
   // The coordinator is still serving, and the rejected peers left no job behind.
@@ -232,11 +241,11 @@ TEST(CoordinatorClient, KeepsItsSizeWhenTheCoordinatorGoesAndRejoinsTheNextOne) 
     ASSERT_TRUE(jobs.back()->client.connect());
   }
   ASSERT_TRUE(runUntil(jobs, [&] { return totalWorkers(jobs) == 4; }));
-  const int before0 = jobs[0]->workers, before1 = jobs[1]->workers;
   coordinator.reset();
-  ASSERT_TRUE(waitFor([&] {
-    return !jobs[0]->client.connected() && !jobs[1]->client.connected();
-  }, 5));
+  ASSERT_TRUE(
+      waitFor([&] { return !jobs[0]->client.connected() && !jobs[1]->client.connected(); }, 5));
+  for (auto& job : jobs) job->step();  // what was assigned before the loss
+  const int before0 = jobs[0]->workers, before1 = jobs[1]->workers;
   for (int i = 0; i < 50; ++i) {
     for (auto& job : jobs) job->step();  // reports into the void: no throw, no SIGPIPE
   }

@@ -39,7 +39,8 @@ TEST(Protocol, JobMessagesRoundTrip) {
 }
 
 TEST(Protocol, CoordinatorMessagesRoundTrip) {
-  auto assign = decodeCoordinatorMessage(withoutNewline(encode(CoordinatorMessage{AssignMessage{5}})));
+  auto assign =
+      decodeCoordinatorMessage(withoutNewline(encode(CoordinatorMessage{AssignMessage{5}})));
   EXPECT_EQ(std::get<AssignMessage>(assign).workers, 5);
   auto error = decodeCoordinatorMessage(
       withoutNewline(encode(CoordinatorMessage{ErrorMessage{"bad \"x\"\n\xff"}})));
@@ -71,14 +72,19 @@ TEST(Protocol, MalformedMessagesSayWhatIsWrong) {
   expectRejected(R"({"type":7})", "field 'type' must be a string");
   expectRejected(R"({"type":"hello"})", "unknown message type 'hello'");
   expectRejected("{" + reg + R"("max_workers":4})", "missing field 'workers'");
-  expectRejected("{" + reg + R"("max_workers":4,"workers":"2"})", "field 'workers' must be an integer");
-  expectRejected("{" + reg + R"("max_workers":0,"workers":1})", "field 'max_workers' must be between 1");
-  expectRejected("{" + reg + R"("max_workers":4,"workers":-1})", "field 'workers' must be between 0");
+  expectRejected("{" + reg + R"("max_workers":4,"workers":"2"})",
+                 "field 'workers' must be an integer");
+  expectRejected("{" + reg + R"("max_workers":0,"workers":1})",
+                 "field 'max_workers' must be between 1");
+  expectRejected("{" + reg + R"("max_workers":4,"workers":-1})",
+                 "field 'workers' must be between 0");
   expectRejected("{" + reg + R"("max_workers":4,"workers":1.5})", "must be an integer");
   expectRejected(R"({"type":"register","protocol":2})", "protocol version 2 is not supported");
-  expectRejected(R"({"type":"register","protocol":1,"job":"","pid":1})", "field 'job' must be 1 to 256");
+  expectRejected(R"({"type":"register","protocol":1,"job":"","pid":1})",
+                 "field 'job' must be 1 to 256");
   expectRejected(R"({"type":"register","protocol":1,"job":"j","pid":99999999999})", "field 'pid'");
-  expectRejected(R"({"type":"register","protocol":1,"job":"j","pid":18446744073709551615})", "field 'pid'");
+  expectRejected(R"({"type":"register","protocol":1,"job":"j","pid":18446744073709551615})",
+                 "field 'pid'");
   const std::string report = R"("type":"report","workers":2,"busy_s":1,"images_produced":10,)";
   expectRejected("{" + report + R"("compute_s":-1,"images_consumed":1,"wait_s":0})",
                  "field 'compute_s' must be finite and >= 0");
