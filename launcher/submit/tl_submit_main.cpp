@@ -1,0 +1,148 @@
+// tl-submit: runs the jobs of a CSV table through mpirun + tl-launch and reports how each went.
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "common/check.h"
+#include "common/files.h"
+#include "dataload/tuning/unix_socket.h"
+#include "launcher/flags.h"
+#include "launcher/submit/child_process.h"
+#include "launcher/submit/coordinator_hook.h"
+#include "launcher/submit/dispatcher.h"
+#include "launcher/submit/job_table.h"
+#include "launcher/submit/report.h"
+
+namespace {
+
+constexpr const char* kProgram = "tl-submit";
+
+constexpr const char* kSummary =
+    "Runs the jobs of a CSV table (one row each) as `mpirun -np P tl-launch ...`, one\n"
+    "after another or all at once (--background), and reports start, end, completion time,\n"
+    "images/s, final loss and exit status of each.\n"
+    "Run as: tl-submit JOBS.csv [flags]  (or --jobs JOBS.csv)\n"
+    "\n"
+    "Required columns: arch,depth,batch,workers,output_folder,port,submit_interval,\n"
+    "                  cuda_device\n"
+    "Optional columns: name,processes,logical_workers,dataset,data_dir,steps,epochs,device,\n"
+    "                  lr,seed,extra\n"
+    "  arch            resnet18|resnet|shufflenetv2|cnn|mlp, or resnetD (resnet, depth D)\n"
+    "  depth           resnet depth (6n+2); empty or 0: none\n"
+    "  workers         loader threads per process, or auto (sized by the node coordinator)\n"
+    "  output_folder   tl-launch --output-dir; also gets job.log (the job's stdout+stderr)\n"
+    "  port            first of --port-range TCP ports Open MPI's TCP transport may use for\n"
+    "                  this job (btl_tcp_port_min_v4/range_v4), so concurrent jobs never\n"
+    "                  collide; empty: Open MPI's default (any free port)\n"
+    "  submit_interval seconds to wait after the previous submission (first job: after start)\n"
+    "  cuda_device     space-separated GPU list, exported as CUDA_VISIBLE_DEVICES to the\n"
+    "                  job's ranks; empty: left as it is\n"
+    "  name            label in the report (default: the output folder's last component)\n"
+    "  processes       mpirun -np (default 1)      logical_workers  tl-launch --logical-workers\n"
+    "  device          cpu|cuda|sim:RATE           extra            more tl-launch flags\n"
+    "  dataset, data_dir, steps, epochs, lr, seed: the tl-launch flags of the same name\n"
+    "Fields may be quoted (\"a,b\"); blank lines and lines starting with # are skipped. A bad\n"
+    "row is reported as FILE:LINE before anything starts (exit 2). Ctrl-C: no new jobs start\n"
+    "and the running ones get SIGINT. Exit status: 0 all jobs succeeded, 1 some failed,\n"
+    "130 interrupted.";
+
+std::vector<std::string> splitBlanks(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string word; in >> word;) out.push_back(word);
+  return out;
+}
+
+int runSubmit(int argc, char** argv) {
+  using namespace tl;
+  using namespace tl::submit;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string jobsPath;
+  if (!args.empty() && args[0].rfind("-", 0) != 0) {
+    jobsPath = args[0];
+    args.erase(args.begin());
+  }
+  MpirunOptions mpi = defaultMpirunOptions();
+  std::string report = joinPath(std::filesystem::current_path().string(), "submit_report.csv");
+  std::string mpiArgs;
+  bool background = false, dryRun = false;
+  CoordinatorSettings coordinator{tl::tuning::defaultRunDir(),
+                                  joinPath(executableDir(), "tl-coordinator")};
+
+  tl::launcher::FlagSet f(kProgram, kSummary);
+  f.addString("jobs", &jobsPath, "the job table (CSV); may also be the first argument");
+  f.addBool("background", &background, "start jobs without waiting for earlier ones to end");
+  f.addString("report", &report, "where the report CSV goes");
+  f.addString("mpirun", &mpi.mpirun, "mpirun to use");
+  f.addString("tl-launch", &mpi.tlLaunch, "tl-launch to run");
+  f.addBool("oversubscribe", &mpi.oversubscribe,
+            "pass --oversubscribe (more processes than cores)");
+  f.addString("bind-to", &mpi.bindTo,
+              "mpirun --bind-to; none lets a rank's loader threads use every core (empty: mpirun's "
+              "default)");
+  f.addInt("port-range", &mpi.portRange, "TCP ports per job, from its port column", 1, 10000);
+  f.addString("mpi-args", &mpiArgs, "more mpirun arguments, blank-separated");
+  f.addString("coordinator", &coordinator.binary, "node coordinator started for workers=auto jobs");
+  f.addString("coordinator-dir", &coordinator.runDir,
+              "the node coordinator's run folder (also given to workers=auto jobs)");
+  f.addBool("dry-run", &dryRun, "check the table and print the commands; run nothing");
+  if (!f.parse(args)) {
+    std::fputs(f.usage().c_str(), stdout);
+    return 0;
+  }
+  TL_REQUIRE(!jobsPath.empty(),
+             "no job table: give JOBS.csv as the first argument or --jobs (see --help)");
+  mpi.extraMpiArgs = splitBlanks(mpiArgs);
+  if (f.given("coordinator-dir")) mpi.autoWorkersFlags = {"--coordinator-dir", coordinator.runDir};
+
+  JobTableOptions tableOptions;
+  tableOptions.portRange = mpi.portRange;
+  tableOptions.concurrent = background;
+  JobTable table = readJobTable(jobsPath, tableOptions);
+  if (!table.errors.empty()) {
+    for (const auto& e : table.errors) std::fprintf(stderr, "%s: error: %s\n", kProgram, e.c_str());
+    std::fprintf(stderr, "%s: %zu problem(s) in %s; nothing was started\n", kProgram,
+                 table.errors.size(), jobsPath.c_str());
+    return 2;
+  }
+  if (!dryRun) {
+    TL_REQUIRE(tl::fileExists(mpi.tlLaunch), "tl-launch not found at '", mpi.tlLaunch,
+               "' (use --tl-launch)");
+    ensureWritableDir(std::filesystem::path(report).parent_path().string(), "report folder");
+    std::string started = ensureCoordinatorForAutoJobs(table.jobs, coordinator);
+    if (!started.empty()) std::printf("%s: %s\n", kProgram, started.c_str());
+  }
+
+  installInterruptCounter();
+  DispatchOptions options;
+  options.background = background;
+  options.mpirun = mpi;
+  options.dryRun = dryRun;
+  options.interrupts = interruptsReceived;
+  std::vector<JobOutcome> outcomes = runJobs(table.jobs, options);
+  if (dryRun) return 0;
+
+  tl::writeFileAtomic(report, reportCsv(table.jobs, outcomes));
+  std::printf("\n%s", reportTable(table.jobs, outcomes).c_str());
+  std::printf("report: %s\n", report.c_str());
+  std::fflush(stdout);
+  if (interruptsReceived() > 0) return 130;
+  for (const auto& o : outcomes) {
+    if (o.exitCode != 0) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return runSubmit(argc, argv);
+  } catch (const tl::InputError& e) {
+    std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
+    return 1;
+  }
+}
