@@ -1,0 +1,146 @@
+// tl-profile: short bursts of one job over a sweep of loader workers, a fitted throughput
+// model, and the worker count to use.
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "common/check.h"
+#include "common/files.h"
+#include "launcher/flags.h"
+#include "launcher/profile/burst.h"
+#include "launcher/profile/profile_report.h"
+#include "launcher/submit/child_process.h"
+#include "launcher/submit/dispatcher.h"
+#include "launcher/submit/mpirun_command.h"
+
+namespace {
+
+constexpr const char* kProgram = "tl-profile";
+
+constexpr const char* kSummary =
+    "Profiles one job's throughput against its loader workers.\n"
+    "Run as: tl-profile [flags] --out DIR -- <tl-launch flags of the job>\n"
+    "e.g.    tl-profile --workers-sweep 0,1,2,4 --max-iterations 30 --out prof -- \\\n"
+    "            --model cnn --dataset cifar10 --data-dir D --batch 64\n"
+    "\n"
+    "For each w of the sweep it runs `[taskset -c CPUS] mpirun -np P tl-launch <job flags>\n"
+    "--steps N --workers w --output-dir DIR/burst_w` (log: DIR/burst_w/job.log) and measures\n"
+    "images/s and the share of time spent waiting for data, leaving out the first\n"
+    "--warmup-steps steps (from the step records' times in metrics.jsonl; with too few steps,\n"
+    "from summary.json as a whole). It fits rate(w) = min(C, w / (a*w + b)): from the loader\n"
+    "measurements in summary.json (\"loader\", \"compute_s\") when present, else from images/s\n"
+    "alone (C: best rate with under 5% data wait; t(w) = w / rate(w) = a*w + b by least\n"
+    "squares over the loader-bound bursts). It prints a table, recommends the smallest w\n"
+    "within --tolerance of the best predicted throughput, and writes DIR/profile.csv,\n"
+    "DIR/profile.json and DIR/profile.png (throughput against workers: measured points, model\n"
+    "curve, recommendation).";
+
+std::vector<std::string> splitBlanks(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string word; in >> word;) out.push_back(word);
+  return out;
+}
+
+void checkJobFlags(const std::vector<std::string>& jobFlags) {
+  TL_REQUIRE(!jobFlags.empty(),
+             "no job: give its tl-launch flags after --, e.g. -- --model cnn --batch 64");
+  for (const auto& flag : jobFlags) {
+    std::string name = flag.substr(0, flag.find('='));
+    const auto& owned = tl::profile::burstOwnedFlags();
+    TL_REQUIRE(
+        std::find(owned.begin(), owned.end(), name) == owned.end(), "job flag ", name,
+        ": tl-profile sets it for every burst (use --max-iterations, --workers-sweep, --out)");
+  }
+}
+
+int runProfile(int argc, char** argv) {
+  using namespace tl;
+  std::vector<std::string> args(argv + 1, argv + argc), jobFlags;
+  auto dashes = std::find(args.begin(), args.end(), "--");
+  if (dashes != args.end()) {
+    jobFlags.assign(dashes + 1, args.end());
+    args.erase(dashes, args.end());
+  }
+  profile::BurstSpec spec;
+  spec.mpirun = submit::defaultMpirunOptions();
+  std::string sweepText = "0,1,2,4", out, mpiArgs;
+  double tolerance = 0.02;
+
+  launcher::FlagSet f(kProgram, kSummary);
+  f.addString("workers-sweep", &sweepText, "loader worker counts to try, comma-separated");
+  f.addInt("max-iterations", &spec.steps, "training steps per burst", 1, 1 << 20);
+  f.addInt("warmup-steps", &spec.warmupSteps,
+           "first steps of a burst left out of its rate (0: none)", 0);
+  f.addString("out", &out, "folder for the bursts and profile.csv/json/png (required)");
+  f.addInt("processes", &spec.processes, "mpirun -np", 1, 4096);
+  f.addString("cpus", &spec.cpus, "run each burst under `taskset -c CPUS` (e.g. 0-1): a CPU limit");
+  f.addDouble("tolerance", &tolerance, "recommend the smallest w within this share of the best", 0,
+              1);
+  f.addString("mpirun", &spec.mpirun.mpirun, "mpirun to use");
+  f.addString("tl-launch", &spec.mpirun.tlLaunch, "tl-launch to run");
+  f.addBool("oversubscribe", &spec.mpirun.oversubscribe,
+            "pass --oversubscribe (more processes than cores)");
+  f.addString("bind-to", &spec.mpirun.bindTo,
+              "mpirun --bind-to; none lets loader threads use every allowed core (empty: mpirun's "
+              "default)");
+  f.addString("mpi-args", &mpiArgs, "more mpirun arguments, blank-separated");
+  if (!f.parse(args)) {
+    std::fputs(f.usage().c_str(), stdout);
+    return 0;
+  }
+  TL_REQUIRE(!out.empty(), "--out: required (the folder for the bursts and the profile)");
+  TL_REQUIRE(spec.warmupSteps < spec.steps, "--warmup-steps (", spec.warmupSteps,
+             ") must be below --max-iterations (", spec.steps, ")");
+  std::vector<int64_t> listed = launcher::parseIntList(sweepText, "--workers-sweep");
+  std::set<int> sweep;
+  for (int64_t w : listed) {
+    TL_REQUIRE(w >= 0 && w <= 256, "--workers-sweep: worker counts must be between 0 and 256, got ",
+               w);
+    sweep.insert(int(w));
+  }
+  checkJobFlags(jobFlags);
+  TL_REQUIRE(fileExists(spec.mpirun.tlLaunch), "tl-launch not found at '", spec.mpirun.tlLaunch,
+             "' (use --tl-launch)");
+  spec.mpirun.extraMpiArgs = splitBlanks(mpiArgs);
+  spec.jobFlags = jobFlags;
+  ensureWritableDir(out);
+
+  submit::installInterruptCounter();
+  spec.interrupts = submit::interruptsReceived;
+  std::vector<profile::BurstMeasurement> bursts;
+  for (int w : sweep) {
+    std::string folder = joinPath(out, "burst_" + std::to_string(w));
+    std::printf("%s: burst with %d loader worker(s), %d steps -> %s\n", kProgram, w, spec.steps,
+                folder.c_str());
+    std::fflush(stdout);
+    bursts.push_back(profile::runBurst(spec, w, folder));
+    if (!bursts.back().ok())
+      std::printf("%s: burst w=%d failed: %s\n", kProgram, w, bursts.back().note.c_str());
+    if (submit::interruptsReceived() > 0) {
+      std::fprintf(stderr, "%s: interrupted; no profile written\n", kProgram);
+      return 130;
+    }
+  }
+  profile::ProfileResult result = profile::analyseSweep(bursts, tolerance);
+  profile::writeProfileFiles(result, out);
+  std::printf("\n%s", profile::profileTable(result).c_str());
+  std::printf("wrote %s, %s, %s\n", joinPath(out, "profile.csv").c_str(),
+              joinPath(out, "profile.json").c_str(), joinPath(out, "profile.png").c_str());
+  return result.recommended >= 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return runProfile(argc, argv);
+  } catch (const tl::InputError& e) {
+    std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
+    return 1;
+  }
+}
