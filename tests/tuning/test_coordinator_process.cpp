@@ -58,7 +58,7 @@ struct CoordinatorCleanup {
 };
 
 TEST(CoordinatorProcess, EnsureStartsOneAndReusesIt) {
-  auto dir = ::tl::testing::freshDir("tuning_ensure");
+  auto dir = test_util::freshRunDir("tuning_ensure");
   CoordinatorCleanup cleanup{dir};
   EXPECT_TRUE(ensureCoordinator(dir, kBinary, withArgs({"--loader-cores", "3"})));
   const pid_t pid = coordinatorPid(dir);
@@ -79,7 +79,7 @@ TEST(CoordinatorProcess, EnsureStartsOneAndReusesIt) {
 
 TEST(CoordinatorProcess, ConcurrentStartsMakeExactlyOne) {
   for (int trial = 0; trial < 4; ++trial) {
-    auto dir = ::tl::testing::freshDir("tuning_race" + std::to_string(trial));
+    auto dir = test_util::freshRunDir("tuning_race" + std::to_string(trial));
     CoordinatorCleanup cleanup{dir};
     int gate[2];
     ASSERT_EQ(::pipe(gate), 0);
@@ -116,7 +116,7 @@ TEST(CoordinatorProcess, ConcurrentStartsMakeExactlyOne) {
 }
 
 TEST(CoordinatorProcess, StartFailuresAreClearErrors) {
-  auto dir = ::tl::testing::freshDir("tuning_badbin");
+  auto dir = test_util::freshRunDir("tuning_badbin");
   EXPECT_THROW(ensureCoordinator(dir, dir + "/no-such-binary"), InputError);
   EnsureCoordinatorOptions quick;
   quick.timeoutSeconds = 0.5;
@@ -129,7 +129,7 @@ TEST(CoordinatorProcess, StartFailuresAreClearErrors) {
 }
 
 TEST(CoordinatorProcess, JobsSurviveASigkilledCoordinatorAndJoinTheNextOne) {
-  auto dir = ::tl::testing::freshDir("tuning_sigkill");
+  auto dir = test_util::freshRunDir("tuning_sigkill");
   CoordinatorCleanup cleanup{dir};
   ASSERT_TRUE(ensureCoordinator(dir, kBinary, withArgs({"--loader-cores", "4"})));
   const pid_t first = coordinatorPid(dir);
@@ -214,7 +214,7 @@ std::vector<std::pair<double, int>> readTrace(const std::string& path) {
 }
 
 TEST(CoordinatorProcess, JobProcessesShareTheNodeAndInheritWhatALeaverFrees) {
-  auto dir = ::tl::testing::freshDir("tuning_jobs");
+  auto dir = test_util::freshRunDir("tuning_jobs");
   CoordinatorCleanup cleanup{dir};
   // The first job starts the coordinator; fix its budget so the test does not depend on
   // this machine's cores.

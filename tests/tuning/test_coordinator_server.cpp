@@ -80,7 +80,7 @@ int totalWorkers(const std::vector<std::unique_ptr<SimulatedJob>>& jobs) {
 }
 
 TEST(CoordinatorServer, AssignmentsAddUpToTheBudget) {
-  auto dir = ::tl::testing::freshDir("tuning_budget");
+  auto dir = test_util::freshRunDir("tuning_budget");
   InProcessCoordinator coordinator(optionsFor(dir, 6));
   std::vector<std::unique_ptr<SimulatedJob>> jobs;
   for (const char* id : {"a/0", "b/0", "c/0"}) {
@@ -101,7 +101,7 @@ TEST(CoordinatorServer, AssignmentsAddUpToTheBudget) {
 }
 
 TEST(CoordinatorServer, MeasurementsMoveCoresAndLeavingFreesThem) {
-  auto dir = ::tl::testing::freshDir("tuning_moves");
+  auto dir = test_util::freshRunDir("tuning_moves");
   InProcessCoordinator coordinator(optionsFor(dir, 6));
   std::vector<ThroughputModel> truths{{0.0005, 0.004, 2000}, {0, 0.004, 200}, {0.001, 0.01, 220}};
   std::vector<std::unique_ptr<SimulatedJob>> jobs;
@@ -127,7 +127,7 @@ TEST(CoordinatorServer, MeasurementsMoveCoresAndLeavingFreesThem) {
 }
 
 TEST(CoordinatorServer, AJobWhosePidDiedLeaves) {
-  auto dir = ::tl::testing::freshDir("tuning_pid");
+  auto dir = test_util::freshRunDir("tuning_pid");
   InProcessCoordinator coordinator(optionsFor(dir, 4));
   pid_t child = ::fork();
   if (child == 0) {
@@ -147,7 +147,7 @@ TEST(CoordinatorServer, AJobWhosePidDiedLeaves) {
 }
 
 TEST(CoordinatorServer, MalformedMessagesAreRejectedCleanly) {
-  auto dir = ::tl::testing::freshDir("tuning_malformed");
+  auto dir = test_util::freshRunDir("tuning_malformed");
   InProcessCoordinator coordinator(optionsFor(dir, 4));
   RawConnection holder(dir);
   ASSERT_EQ(test_util::assignedWorkers(holder.registerJob("holder/0")), 4);
@@ -189,7 +189,7 @@ TEST(CoordinatorServer, MalformedMessagesAreRejectedCleanly) {
 }
 
 TEST(CoordinatorServer, ExitsWhenIdleAndRemovesItsSocket) {
-  auto dir = ::tl::testing::freshDir("tuning_idle");
+  auto dir = test_util::freshRunDir("tuning_idle");
   CoordinatorOptions options = optionsFor(dir, 2);
   options.idleExitSeconds = 0.3;
   CoordinatorServer server(options);
@@ -210,13 +210,13 @@ TEST(CoordinatorServer, ExitsWhenIdleAndRemovesItsSocket) {
 }
 
 TEST(CoordinatorServer, OneCoordinatorPerRunDirectory) {
-  auto dir = ::tl::testing::freshDir("tuning_single");
+  auto dir = test_util::freshRunDir("tuning_single");
   InProcessCoordinator first(optionsFor(dir, 2));
   EXPECT_THROW({ CoordinatorServer second(optionsFor(dir, 2)); }, InputError);
 }
 
 TEST(CoordinatorClient, WithoutACoordinatorTheJobRunsOn) {
-  auto dir = ::tl::testing::freshDir("tuning_nobody");
+  auto dir = test_util::freshRunDir("tuning_nobody");
   auto start = std::chrono::steady_clock::now();
   {
     CoordinatorClient client(CoordinatorClientOptions{dir, "lonely/0", 1, 3, 1, 8, "", 0});
@@ -233,7 +233,7 @@ TEST(CoordinatorClient, WithoutACoordinatorTheJobRunsOn) {
 }
 
 TEST(CoordinatorClient, KeepsItsSizeWhenTheCoordinatorGoesAndRejoinsTheNextOne) {
-  auto dir = ::tl::testing::freshDir("tuning_rejoin");
+  auto dir = test_util::freshRunDir("tuning_rejoin");
   std::vector<std::unique_ptr<SimulatedJob>> jobs;
   auto coordinator = std::make_unique<InProcessCoordinator>(optionsFor(dir, 4));
   for (const char* id : {"a/0", "b/0"}) {

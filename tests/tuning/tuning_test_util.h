@@ -4,8 +4,11 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -34,6 +37,19 @@ inline ReportMessage syntheticWindow(const ThroughputModel& truth, int workers, 
       std::isinf(truth.computeRate) ? 0 : double(r.compute.images) / truth.computeRate;
   r.waitSeconds = std::max(0.0, seconds - r.compute.computeSeconds);
   return r;
+}
+
+// A fresh run directory for a coordinator: under $TL_TEST_TMP like every test's files, or
+// under /tmp when that path would make the socket's path too long for a sockaddr_un.
+inline std::string freshRunDir(const std::string& name) {
+  const char* base = std::getenv("TL_TEST_TMP");
+  std::filesystem::path dir = std::filesystem::path(base ? base : "/tmp/tl-test") / name;
+  if (dir.string().size() + sizeof("/coordinator.sock") > 100) {
+    dir = std::filesystem::path("/tmp") / ("tl-test-" + std::to_string(::getuid()) + "-" + name);
+  }
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
 }
 
 inline bool waitFor(const std::function<bool()>& condition, double seconds) {
