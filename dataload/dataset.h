@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,9 +21,22 @@ struct ImageShape {
 
 // One decoded image: uint8, HWC (channels interleaved), rows contiguous.
 struct ImageView {
+  ImageView() = default;
+  ImageView(const uint8_t* pixels, ImageShape shape, int reduction = 1, ImageShape storedShape = {})
+      : pixels(pixels), shape(shape), reduction(reduction), storedShape(storedShape) {}
+
   const uint8_t* pixels = nullptr;
   ImageShape shape;
+  // A decoding dataset may decode at 1/reduction of each side (JPEG DCT scaling) when the
+  // transform allows it (Dataset::imageAtReduction); `shape` is then the decoded size and
+  // `storedShape` the size in the file. A zero storedShape means "as decoded".
+  int reduction = 1;
+  ImageShape storedShape;
 };
+
+// Called by a decoding dataset with an image's stored size once its header is read; returns
+// the reduction to decode at: 1 (full size), 2, 4 or 8.
+using PickReduction = std::function<int(const ImageShape& stored)>;
 
 enum class Split { Train, Test };
 
@@ -42,17 +56,32 @@ class Dataset {
   // The image at `index`. In-memory datasets return a view into their own storage and leave
   // `scratch` alone; decoding datasets decode into `scratch` and return a view of it.
   virtual ImageView image(int64_t index, std::vector<uint8_t>& scratch) const = 0;
+  // image(), decoded at the reduction `pick` chooses where the format can decode a smaller
+  // image cheaply (JPEG). The default decodes at full size and never calls `pick`.
+  virtual ImageView imageAtReduction(int64_t index, std::vector<uint8_t>& scratch,
+                                     const PickReduction& pick) const {
+    return image(index, scratch);
+  }
   // A hint that image `index` is read next. Shuffled reads of an in-memory dataset miss the
   // cache on every image; starting the memory traffic one sample early hides most of that.
   // Changes no result; the default does nothing.
   virtual void prefetch(int64_t index) const {}
 };
 
+struct DatasetOptions {
+  // Image folders: an image that cannot be decoded is replaced by the next decodable image of
+  // its class and counted, instead of failing the run (image_folder.h). Other kinds ignore it.
+  bool skipCorrupt = false;
+};
+
 // Opens a dataset by kind: "cifar10" (data_batch_1..5.bin and test_batch.bin, see cifar10.h),
-// "mnist" or "fashion-mnist" (train-/t10k- IDX files, plain or .gz, see idx.h). The images are
-// decoded into memory, HWC uint8.
+// "mnist" or "fashion-mnist" (train-/t10k- IDX files, plain or .gz, see idx.h): decoded into
+// memory, HWC uint8. "imagefolder": JPEG files in dir/train/<class>/ and dir/val/<class>/,
+// listed at open and decoded per sample (image_folder.h).
 // Throws InputError naming the file and what is wrong (missing, truncated, corrupt).
 std::unique_ptr<Dataset> openDataset(const std::string& kind, const std::string& dir, Split split);
+std::unique_ptr<Dataset> openDataset(const std::string& kind, const std::string& dir, Split split,
+                                     const DatasetOptions& options);
 
 // The dataset kinds openDataset knows, for --help and error messages.
 std::vector<std::string> datasetKinds();

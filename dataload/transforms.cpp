@@ -144,10 +144,17 @@ int64_t SamplePipeline::load(int64_t epoch, int64_t index, float* out,
                              std::vector<uint8_t>& scratch) const {
   TL_CHECK(index >= 0 && index < dataset_->size(), "sample index ", index, " outside ",
            dataset_->describe());
-  const ImageView image = dataset_->image(index, scratch);
-  // The output buffer was sized for the dataset's shape; another shape would overrun it.
-  TL_CHECK(image.shape == dataset_->imageShape(), "image ", index, " has another shape");
   SampleRng rng(seed_, epoch, index);
+  // The transform is asked with a copy of the generator (by value), so the draws apply() makes
+  // are the same whether or not the dataset asks.
+  auto pick = [&](const ImageShape& stored) { return transform_->decodeReduction(stored, rng); };
+  const ImageView image = dataset_->imageAtReduction(index, scratch, pick);
+  // The output buffer was sized for the dataset's shape; another shape would overrun it.
+  // Datasets of varying sizes (height and width 0) need a transform that takes any size.
+  const ImageShape expected = dataset_->imageShape();
+  TL_CHECK(image.shape.channels == expected.channels &&
+               (expected.height == 0 || image.shape == expected),
+           "image ", index, " has another shape");
   transform_->apply(image, rng, out);
   return dataset_->label(index);
 }

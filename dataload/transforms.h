@@ -39,6 +39,12 @@ class Transform {
   virtual ImageShape outputShape(const ImageShape& input) const = 0;
   // Writes outputShape(in.shape).numel() floats, CHW, to `out`. Draws only from `rng`.
   virtual void apply(const ImageView& in, SampleRng& rng, float* out) const = 0;
+  // For datasets that can decode at a reduced size (Dataset::imageAtReduction): the largest
+  // reduction (1, 2, 4 or 8) this transform accepts for an image stored at `stored`. `rng` is
+  // a copy of the sample's generator, so the answer may follow the sample's own draws (the
+  // crop it will take) without changing those apply() makes. apply() then gets the reduced
+  // image with ImageView::reduction and storedShape set. The default takes full size only.
+  virtual int decodeReduction(const ImageShape& stored, SampleRng rng) const { return 1; }
 };
 
 // What augmentation means (the draws, in this order, define every augmented sample's bytes):
