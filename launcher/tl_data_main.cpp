@@ -1,5 +1,6 @@
 // tl-data: dataset tools. `synth` writes learnable synthetic data in the CIFAR-10 binary
-// format; `info` opens a dataset and summarises it. Bad input: one message, exit status 2.
+// format; `jpeg-synth` writes a synthetic image folder of JPEG files; `info` opens a dataset
+// and summarises it. Bad input: one message, exit status 2.
 #include <charconv>
 #include <cstdio>
 #include <exception>
@@ -10,6 +11,7 @@
 #include "common/check.h"
 #include "dataload/dataset.h"
 #include "dataload/synthetic.h"
+#include "dataload/synthetic_jpeg.h"
 
 namespace {
 
@@ -26,9 +28,23 @@ Usage:
         --test M       test images, 1..10000000
         --seed S       generator seed, 0..2^64-1 (default 0)
         --classes K    number of classes, 2..10 (default 10)
+  tl-data jpeg-synth --out DIR --classes K --train N --val M [--min-size A] [--max-size B]
+                     [--seed S] [--quality Q]
+      Writes a synthetic image folder in the ImageNet layout: DIR/train/class_XX/img_YYYYY.jpg
+      (N images) and DIR/val/... (M images), image i in class i % K. Each class is a coloured
+      shape on a tinted background with per-image jitter and noise; sides are drawn from
+      [A, B]; the same seed gives the same pixels. DIR/train and DIR/val must not hold files.
+        --out DIR       output directory (created if needed)
+        --classes K     number of classes, 2..1000
+        --train N       training images, K..10000000
+        --val M         validation images, K..10000000
+        --min-size A    smallest image side, 8..4096 (default 48)
+        --max-size B    largest image side, A..4096 (default 96)
+        --seed S        generator seed, 0..2^64-1 (default 0)
+        --quality Q     JPEG quality, 1..100 (default 90)
   tl-data info --kind KIND --dir DIR
       Opens both splits of a dataset and prints their size, image shape and class counts.
-        --kind KIND    cifar10, mnist or fashion-mnist
+        --kind KIND    cifar10, mnist, fashion-mnist or imagefolder
         --dir DIR      the folder with the dataset files
   tl-data --help | tl-data COMMAND --help
 
@@ -98,6 +114,34 @@ int runSynth(const std::vector<std::string>& args) {
   return 0;
 }
 
+int runJpegSynth(const std::vector<std::string>& args) {
+  const std::string command = "jpeg-synth";
+  auto flags = parseFlags(command, args, {"out", "classes", "train", "val", "min-size", "max-size",
+                                          "seed", "quality"});
+  const uint64_t maxImages = uint64_t(tl::data::kMaxSyntheticJpegsPerSplit);
+  tl::data::SyntheticJpegOptions options;
+  const std::string& out = required(flags, command, "out");
+  TL_REQUIRE(!out.empty(), "--out needs a directory, got an empty string");
+  options.classes = int(parseNumber("classes", required(flags, command, "classes"), 2, 1000));
+  options.trainImages =
+      int64_t(parseNumber("train", required(flags, command, "train"), 1, maxImages));
+  options.valImages = int64_t(parseNumber("val", required(flags, command, "val"), 1, maxImages));
+  auto optional = [&](const std::string& name, uint64_t lo, uint64_t hi, uint64_t fallback) {
+    return flags.count(name) ? parseNumber(name, flags[name], lo, hi) : fallback;
+  };
+  options.minSide = int(optional("min-size", 8, 4096, uint64_t(options.minSide)));
+  options.maxSide = int(optional("max-size", 8, 4096, uint64_t(options.maxSide)));
+  options.seed = optional("seed", 0, UINT64_MAX, options.seed);
+  options.quality = int(optional("quality", 1, 100, uint64_t(options.quality)));
+  tl::data::writeSyntheticImageFolder(options, out);
+  std::printf("wrote %lld training and %lld validation JPEGs, %d classes, sides %d..%d, quality "
+              "%d, seed %llu, to %s/train and %s/val\n",
+              (long long)options.trainImages, (long long)options.valImages, options.classes,
+              options.minSide, options.maxSide, options.quality, (unsigned long long)options.seed,
+              out.c_str(), out.c_str());
+  return 0;
+}
+
 int runInfo(const std::vector<std::string>& args) {
   auto flags = parseFlags("info", args, {"kind", "dir"});
   const std::string& kind = required(flags, "info", "kind");
@@ -105,9 +149,11 @@ int runInfo(const std::vector<std::string>& args) {
   for (auto split : {tl::data::Split::Train, tl::data::Split::Test}) {
     auto dataset = tl::data::openDataset(kind, dir, split);
     const auto shape = dataset->imageShape();
-    std::printf("%s\n  image %dx%dx%d (HxWxC), %d classes, images per class:",
-                dataset->describe().c_str(), shape.height, shape.width, shape.channels,
-                dataset->numClasses());
+    const std::string image =
+        shape.height > 0 ? tl::str(shape.height, "x", shape.width, "x", shape.channels, " (HxWxC)")
+                         : tl::str("sizes vary, ", shape.channels, " channels");
+    std::printf("%s\n  image %s, %d classes, images per class:", dataset->describe().c_str(),
+                image.c_str(), dataset->numClasses());
     std::vector<int64_t> perClass(size_t(dataset->numClasses()), 0);
     for (int64_t i = 0; i < dataset->size(); ++i) ++perClass[size_t(dataset->label(i))];
     for (int64_t count : perClass) std::printf(" %lld", (long long)count);
@@ -135,8 +181,10 @@ int main(int argc, char** argv) {
     const std::string command = args.front();
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (command == "synth") return runSynth(rest);
+    if (command == "jpeg-synth") return runJpegSynth(rest);
     if (command == "info") return runInfo(rest);
-    tl::inputError("unknown command '", command, "' (commands: synth, info; see tl-data --help)");
+    tl::inputError("unknown command '", command,
+                   "' (commands: synth, jpeg-synth, info; see tl-data --help)");
   } catch (const tl::InputError& e) {
     std::fprintf(stderr, "tl-data: error: %s\n", e.what());
     return 2;
