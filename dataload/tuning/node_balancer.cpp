@@ -101,38 +101,53 @@ Decision NodeBalancer::report(const std::string& id, const ReportMessage& report
   if (it == jobs_.end()) return {};
   Job& job = it->second;
   const bool wasExploring = exploring(job);
-  if (!wasExploring && trackDrift(job, report)) {
-    return rebalance(true, "job " + id + " no longer matches its model; exploring again");
-  }
-  job.fitter.addLoader(report.loader);
-  job.fitter.addCompute(report.compute);
   if (report.loader.images > 0) ++job.windowsBySize[report.loader.workers];
-  const bool finished = wasExploring && !exploring(job);
-  return rebalance(finished, finished ? "job " + id + " finished exploring" : "report from " + id);
+  const double shift = absorb(job, report, wasExploring);
+  if (wasExploring && !exploring(job)) return rebalance(true, "job " + id + " finished exploring");
+  if (shift != 0) {
+    std::ostringstream why;
+    why.precision(3);
+    why << "job " << id << ": per-image time moved by " << shift * 1000 << " ms; level refitted";
+    return rebalance(false, why.str());
+  }
+  return rebalance(false, "report from " + id);
 }
 
-bool NodeBalancer::trackDrift(Job& job, const ReportMessage& report) {
-  if (!job.fitter.ready() || report.loader.images <= 0) return false;
-  const ThroughputModel model = job.fitter.fit();
-  const double predicted = model.a * report.loader.workers + model.b;
-  const double measured = report.loader.busySeconds / double(report.loader.images);
-  if (std::abs(measured - predicted) <= options_.driftShare * predicted) {
-    job.offModel.clear();
-    return false;
-  }
-  job.offModel.push_back(report);
-  if (int(job.offModel.size()) < options_.exploreWindows) return false;
-  // The old windows describe another job: start over from the ones that disagree.
-  job.fitter = ThroughputFitter(options_.forgetting);
-  job.windowsBySize.clear();
-  for (const ReportMessage& window : job.offModel) {
+double NodeBalancer::absorb(Job& job, const ReportMessage& report, bool exploringJob) {
+  auto add = [&](const ReportMessage& window) {
     job.fitter.addLoader(window.loader);
     job.fitter.addCompute(window.compute);
-    ++job.windowsBySize[window.loader.workers];
+  };
+  if (exploringJob || !job.fitter.ready() || report.loader.images <= 0) {
+    add(report);
+    return 0;
   }
+  const ThroughputModel model = job.fitter.fit();
+  auto offset = [&](const ReportMessage& window) {
+    return window.loader.busySeconds / double(window.loader.images) -
+           (model.a * window.loader.workers + model.b);
+  };
+  const double predicted = model.a * report.loader.workers + model.b;
+  if (std::abs(offset(report)) <= options_.driftShare * predicted) {
+    for (const ReportMessage& held : job.offModel) add(held);  // it was a blip
+    job.offModel.clear();
+    add(report);
+    return 0;
+  }
+  job.offModel.push_back(report);
+  if (int(job.offModel.size()) < options_.exploreWindows) return 0;
+  // A sustained move: keep the slope, move every remembered window by the image-weighted mean
+  // offset, so the windows at other sizes agree with the new level instead of bending the line.
+  double weighted = 0, images = 0;
+  for (const ReportMessage& held : job.offModel) {
+    weighted += offset(held) * double(held.loader.images);
+    images += double(held.loader.images);
+  }
+  const double shift = weighted / images;
+  job.fitter.shiftSecondsPerImage(shift);
+  for (const ReportMessage& held : job.offModel) add(held);
   job.offModel.clear();
-  job.step = 0;
-  return true;
+  return shift;
 }
 
 Decision NodeBalancer::rebalance(bool force, const std::string& why) {

@@ -18,11 +18,13 @@
 //     they measure.
 // A job with min == max has nothing to decide and is never explored.
 //
-// Drift. Once a job sits at one size, forgetting fades the windows at other sizes, and the
-// slope a would rest on stale windows alone if the job's cost then changed (a new phase, other
-// data). So when `exploreWindows` windows in a row measure a per-image time more than
-// `driftShare` away from the fitted model, the job's history is cleared (those windows kept)
-// and it explores again.
+// Level shifts. Once a job sits at one size, its windows at other sizes fade, and when its
+// per-image time then moves as a whole (other load on the node, other data), the line through
+// old and new windows would take the level change for a slope. So when `exploreWindows`
+// windows in a row are more than `driftShare` away from the model, every remembered window is
+// moved by their mean offset: the slope is kept, the level follows at once. (Such windows
+// are held back until then, so a single odd window moves nothing.) A changed slope shows up
+// through the ordinary fit once the job runs at other sizes again.
 //
 // Allocation. Jobs that finished exploring share what the explorers leave, by allocateGreedy
 // on their fitted models. Hysteresis: a report alone moves the split only when the predicted
@@ -49,7 +51,7 @@ struct BalancerOptions {
   double minGain = 0.03;    // predicted gain a move must exceed, as a share of the current total
   double forgetting = 0.9;  // per report window, for every job's ThroughputFitter
   int exploreWindows = 2;   // windows needed at each of two sizes before a job is fitted
-  double driftShare = 0.3;  // per-image time this far off the model, repeatedly: re-explore
+  double driftShare = 0.3;  // per-image time this far off the model, repeatedly: level shift
 };
 
 struct JobSpec {
@@ -96,10 +98,11 @@ class NodeBalancer {
     int step = 0;  // the second size is base + step; 0 until chosen
     ThroughputFitter fitter;
     std::map<int, int> windowsBySize;
-    std::vector<ReportMessage> offModel;  // consecutive windows that disagree with the model
+    std::vector<ReportMessage> offModel;  // held: consecutive windows off the model
   };
-  // True when this window made the job drift (its history is then reset).
-  bool trackDrift(Job& job, const ReportMessage& report);
+  // Feeds a window to the job's fitter, handling level shifts; returns the shift made (s per
+  // image), 0 for none.
+  double absorb(Job& job, const ReportMessage& report, bool exploringJob);
   // Sizes with at least exploreWindows windows; exploring while fewer than 2 (and min < max).
   int measuredSizes(const Job& job) const;
   bool exploring(const Job& job) const;

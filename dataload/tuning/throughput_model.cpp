@@ -68,6 +68,11 @@ int ThroughputFitter::distinctWorkerCounts() const {
   return int(sizes.size());
 }
 
+void ThroughputFitter::shiftSecondsPerImage(double delta) {
+  for (Point& p : loader_)
+    p.secondsPerImage = std::max(p.secondsPerImage + delta, 0.05 * p.secondsPerImage);
+}
+
 ThroughputModel ThroughputFitter::fit() const {
   ThroughputModel model;
   model.computeRate = computeSeconds_ > 0 ? computeImages_ / computeSeconds_ : kInf;

@@ -57,6 +57,9 @@ class ThroughputFitter {
   // How many different pool sizes the remembered loader windows cover; a and b are both
   // identifiable from 2 on.
   int distinctWorkerCounts() const;
+  // Adds `delta` to the per-image time of every remembered window (kept above 5% of what it
+  // was): the job's cost moved as a whole, the contention slope did not.
+  void shiftSecondsPerImage(double delta);
 
  private:
   struct Point {

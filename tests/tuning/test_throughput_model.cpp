@@ -93,6 +93,17 @@ TEST(ThroughputFitter, IgnoresEmptyWindows) {
   EXPECT_EQ(fitter.distinctWorkerCounts(), 0);
 }
 
+TEST(ThroughputFitter, ShiftMovesTheLevelAndKeepsTheSlope) {
+  ThroughputFitter fitter;
+  for (int w : {1, 2, 4}) fitter.addLoader({w, (0.001 * w + 0.004) * 100, 100});
+  fitter.shiftSecondsPerImage(0.002);
+  EXPECT_NEAR(fitter.fit().a, 0.001, 1e-12);
+  EXPECT_NEAR(fitter.fit().b, 0.006, 1e-12);
+  fitter.shiftSecondsPerImage(-1);  // never to zero or below
+  EXPECT_GT(fitter.fit().b, 0);
+  EXPECT_GE(fitter.fit().a, 0);
+}
+
 TEST(ThroughputFitter, ForgettingFollowsAChange) {
   ThroughputModel before{0.001, 0.004, 800}, after{0.003, 0.012, 300};
   ThroughputFitter forgetful(0.7), everything(1.0);
