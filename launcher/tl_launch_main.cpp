@@ -15,6 +15,7 @@
 #include "est/executor.h"
 #include "launcher/job_errors.h"
 #include "launcher/launch_options.h"
+#include "launcher/loader_tuning.h"
 #include "launcher/resume.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
 #include "runtime/models/state_dict_io.h"
@@ -101,7 +102,13 @@ int runLaunch(int argc, char** argv) {
   po.stopAtStep = options.stopAtStep;
   po.stopRequested = &gStopRequested;
   elastic::CheckpointPolicy policy(po);
+  std::unique_ptr<launcher::CoordinatorTuner> tuner;
+  if (job.autoWorkers) {
+    tuner = launcher::connectToCoordinator(job, options.coordinatorDir, world->rank());
+    executor->setLoaderTuner(tuner.get());
+  }
   train::TrainResult result = executor->run(metrics, &policy);
+  tuner.reset();  // leave the coordinator before the summary
 
   if (lead) {
     train::RunInfo info;

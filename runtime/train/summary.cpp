@@ -9,6 +9,7 @@ namespace tl::train {
 nlohmann::json summaryJson(const TrainResult& r, const JobConfig& config, const RunInfo& info) {
   nlohmann::json j;
   j["steps"] = r.steps;
+  j["steps_this_run"] = r.stepsThisRun;
   j["epochs_completed"] = r.epochsCompleted;
   j["final_loss"] = r.finalLoss;
   j["train_acc"] = r.trainAccuracy;

@@ -91,6 +91,20 @@ TEST_F(LaunchE2E, SameSeedGivesSameParamsWhateverTheLoaderThreads) {
   EXPECT_NE(summary(a)["params_sha256"], summary(c)["params_sha256"]);
 }
 
+TEST_F(LaunchE2E, CoordinatorResizingTheLoaderPoolChangesNoBit) {
+  auto fixed = freshDir("e2e_auto_fixed"), tuned = freshDir("e2e_auto_tuned");
+  auto runDir = freshDir("e2e_auto_coordinator");
+  ASSERT_EQ(launch(2, fixed, "--steps 80 --seed 5 --workers 2").exitCode, 0);
+  auto r = launch(2, tuned, "--steps 80 --seed 5 --workers auto --coordinator-dir " + runDir);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto s = summary(tuned);
+  EXPECT_TRUE(s["loader"]["auto"].get<bool>());
+  // The coordinator explores pool sizes while it learns a job (about one window per second).
+  EXPECT_GE(s["loader"]["resizes"].get<int>(), 1) << "the coordinator never resized the pool";
+  EXPECT_EQ(s["params_sha256"], summary(fixed)["params_sha256"]);
+  EXPECT_TRUE(std::filesystem::exists(runDir + "/coordinator.log"));
+}
+
 TEST_F(LaunchE2E, RunsOnThreeProcessesWithResNet20) {
   auto out = freshDir("e2e_resnet");
   auto r = launch(3, out, "--steps 3", "--model resnet --depth 20");
@@ -134,6 +148,8 @@ TEST_F(LaunchE2E, BadInputFailsFastWithOneClearMessageOnEveryRank) {
       {"unknown flag", "--frobnicate 3", "unknown flag --frobnicate"},
       {"cuda without gpu", "--device cuda", "--device cuda: no CUDA device"},
       {"batch zero", "--batch 0", "--batch: must be at least 1"},
+      {"impossible placement", "--logical-workers 4 --placement 3,2", "places 5 logical workers but the job has 4"},
+      {"too few logical workers", "--logical-workers 1", "--logical-workers 1 is less than the 2 processes"},
       {"unwritable output", "--output-dir " + work + "/a-file/out", "a-file/out"},
   };
   for (const auto& c : cases) {

@@ -1,0 +1,37 @@
+// --workers auto: a job's processes register with the node coordinator (started on demand)
+// and let it size their loader pools.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "dataload/tuning/coordinator_client.h"
+#include "est/loader_tuner.h"
+#include "runtime/job_config.h"
+
+namespace tl::launcher {
+
+class CoordinatorTuner final : public est::LoaderTuner {
+ public:
+  explicit CoordinatorTuner(tuning::CoordinatorClientOptions options) : client_(std::move(options)) {}
+  bool connect() { return client_.connect(); }
+  void report(const tuning::LoaderObservation& loader, const tuning::ComputeObservation& compute,
+              double waitSeconds) override {
+    client_.report(loader, compute, waitSeconds);
+  }
+  std::optional<int> pendingWorkers() override { return client_.pendingWorkers(); }
+
+ private:
+  tuning::CoordinatorClient client_;
+};
+
+// Connects this process of the job to the node coordinator in `runDir` (default:
+// tuning::defaultRunDir()), starting tl-coordinator from next to this executable when none
+// runs. If it cannot be reached the job keeps its pool size (a warning is logged).
+std::unique_ptr<CoordinatorTuner> connectToCoordinator(const JobConfig& job, const std::string& runDir,
+                                                       int rank);
+
+// The folder holding the running executable (to find sibling tools such as tl-coordinator).
+std::string executableDir();
+
+}  // namespace tl::launcher
