@@ -4,7 +4,10 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <ATen/ATen.h>
+
 #include <cstdio>
+#include <fstream>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -42,6 +45,28 @@ int localRankFromEnvironment() {
     if (const char* v = std::getenv(name)) return std::atoi(v);
   }
   return 0;
+}
+
+// Peak resident memory (VmHWM) over the job's processes: the largest one and the sum.
+struct PeakMemory {
+  double maxMb = 0, sumMb = 0;
+};
+
+double ownPeakRssMb() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;  // kB
+  }
+  return 0;
+}
+
+PeakMemory peakMemory(tl::comm::Communicator& world) {
+  const double mine = ownPeakRssMb();
+  at::Tensor v = at::full({1}, mine, at::kDouble);
+  at::Tensor m = v.clone();
+  world.allreduce(v, tl::comm::ReduceOp::Sum);
+  world.allreduce(m, tl::comm::ReduceOp::Max);
+  return {m.item<double>(), v.item<double>()};
 }
 
 int runLaunch(int argc, char** argv) {
@@ -109,6 +134,7 @@ int runLaunch(int argc, char** argv) {
   }
   train::TrainResult result = executor->run(metrics, &policy);
   tuner.reset();  // leave the coordinator before the summary
+  const PeakMemory memory = peakMemory(*world);
 
   if (lead) {
     train::RunInfo info;
@@ -119,6 +145,8 @@ int runLaunch(int argc, char** argv) {
     summary["resumed"] = resumed;
     summary["stopped_at_checkpoint"] = policy.stopped();
     summary["total_steps"] = executor->plan().totalSteps;
+    summary["peak_rss_mb"] = memory.maxMb;
+    summary["peak_rss_mb_sum"] = memory.sumMb;
     if (!job.outputDir.empty()) train::writeSummary(summary, job.outputDir);
     if (!job.saveModel.empty()) models::saveStateDict(executor->model(), job.saveModel);
     spdlog::info("{} {} steps in {:.1f} s, {:.1f} images/s, final loss {:.4f}{}",
