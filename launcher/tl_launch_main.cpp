@@ -11,6 +11,7 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
+#include "common/allocator_tuning.h"
 #include "common/check.h"
 #include "common/files.h"
 #include "elastic/checkpoint_policy.h"
@@ -171,6 +172,7 @@ int runLaunch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tl::tuneAllocatorForTraining();
   std::unique_ptr<tl::comm::MpiSession> mpi;
   try {
     mpi = std::make_unique<tl::comm::MpiSession>(&argc, &argv);
