@@ -11,7 +11,8 @@
 // The arithmetic is integer, so the bytes do not depend on compiler or vectorisation: weights
 // are rounded to multiples of 1/2048, the two passes are summed exactly in int32 and the
 // result rounded once, half up, to a byte (the uint8 image torchvision would produce), which
-// is then normalized through the table.
+// is then normalized through the table. 3-channel rows take an SSE2 path (pmaddwd on the two
+// taps' pixels) that computes the very same integers as the scalar loop other counts use.
 #pragma once
 
 #include <cstdint>

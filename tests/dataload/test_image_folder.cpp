@@ -3,6 +3,7 @@
 // whatever the number of loader threads.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -148,6 +149,46 @@ TEST(ImageFolder, SkipCorruptReplacesWithTheNextGoodFileOfTheClass) {
     std::vector<uint8_t> scratch;
     expectContains(inputErrorOf([&] { train.image(6, scratch); }),
                    {"every image of class 'c'", "is corrupt"});
+  }
+}
+
+TEST(ImageFolder, ReducedDecodesGiveNearlyTheFullDecodesCrops) {
+  // Smooth 384x512 pictures cropped to >= 90% of their area and resized to 32: every box is
+  // over 8 x 32 px, so libjpeg decodes them at 1/8 of each side.
+  const std::string dir = freshDir("data");
+  for (int k = 0; k < 3; ++k) {
+    std::vector<uint8_t> pixels(size_t(384) * 512 * 3);
+    for (int y = 0; y < 384; ++y) {
+      for (int x = 0; x < 512; ++x) {
+        for (int c = 0; c < 3; ++c) {
+          pixels[(size_t(y) * 512 + x) * 3 + c] = uint8_t((x / 3 + y / 2 + 60 * c + 40 * k) % 256);
+        }
+      }
+    }
+    writeBytes(dir + "/train/k" + std::to_string(k) + "/0.jpg",
+               encodeJpeg(pixels.data(), 512, 384, 3, 95));
+  }
+  auto dataset = std::make_shared<ImageFolderDataset>(dir, Split::Train, DatasetOptions{});
+  ResizedCropOptions crop;
+  crop.size = 32;
+  crop.minScale = 0.9;
+  SamplePipeline reduced(dataset, makeResizedCrop(crop), 4);
+  crop.reducedDecode = false;
+  SamplePipeline full(dataset, makeResizedCrop(crop), 4);
+  std::vector<float> a(size_t(3 * 32 * 32)), b(a.size()), again(a.size());
+  std::vector<uint8_t> scratch;
+  for (int64_t epoch = 0; epoch < 4; ++epoch) {
+    for (int64_t i = 0; i < 3; ++i) {
+      reduced.load(epoch, i, a.data(), scratch);
+      full.load(epoch, i, b.data(), scratch);
+      reduced.load(epoch, i, again.data(), scratch);
+      EXPECT_EQ(a, again) << "reduced decodes are deterministic";
+      EXPECT_NE(a, b) << "the reduced decode was used";
+      double difference = 0;
+      for (size_t j = 0; j < a.size(); ++j) difference += std::abs(a[j] - b[j]);
+      // In normalized units: 0.05 is about 3 grey levels.
+      EXPECT_LT(difference / double(a.size()), 0.05) << "epoch " << epoch << " sample " << i;
+    }
   }
 }
 

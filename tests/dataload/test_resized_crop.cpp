@@ -3,6 +3,7 @@
 // here in double precision for hand-made images whose weights are exact binary fractions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "dataload/resized_crop.h"
@@ -185,6 +186,32 @@ TEST(ResizedCrop, ExactValuesForADownscaledWholeImage) {
   options.hflip = false;
   const std::vector<float> got = run(*makeResizedCrop(options), hwc, 12, 12, SampleRng(0, 0, 0));
   expectResizedCrop(got, hwc, 12, Axis{0, 12, 8, 0, 11}, Axis{0, 12, 8, 0, 11}, false, 8);
+}
+
+TEST(ResizedCrop, OneChannelImagesGiveTheSamePlanes) {
+  // The 3-channel kernel has a vector path, others a scalar one: each plane of a 3-channel
+  // result must equal the 1-channel result of that channel alone.
+  const int height = 37, width = 53;
+  const std::vector<uint8_t> hwc = handMade(height, width);
+  const Normalization norm = imagenetNormalization();
+  ResizedCropOptions rgbOptions;
+  rgbOptions.size = 24;
+  auto rgb = makeResizedCrop(rgbOptions);
+  for (int64_t index = 0; index < 20; ++index) {
+    const std::vector<float> all = run(*rgb, hwc, height, width, SampleRng(2, 1, index));
+    for (int c = 0; c < 3; ++c) {
+      ResizedCropOptions greyOptions = rgbOptions;
+      greyOptions.norm = {{norm.mean[size_t(c)]}, {norm.std[size_t(c)]}};
+      std::vector<uint8_t> plane(size_t(height) * width);
+      for (size_t p = 0; p < plane.size(); ++p) plane[p] = hwc[3 * p + size_t(c)];
+      std::vector<float> grey(size_t(24 * 24));
+      SampleRng rng(2, 1, index);
+      makeResizedCrop(greyOptions)
+          ->apply(ImageView(plane.data(), ImageShape{1, height, width}), rng, grey.data());
+      ASSERT_TRUE(std::equal(grey.begin(), grey.end(), all.begin() + c * 24 * 24))
+          << "sample " << index << " channel " << c;
+    }
+  }
 }
 
 TEST(ResizedCrop, EvaluationResizesTheShorterSideThenCropsTheCentre) {
