@@ -32,6 +32,14 @@ LaunchOptions parseLaunchOptions(const std::vector<std::string>& args) {
   f.addString("data-dir", &j.dataDir, "folder holding the dataset files (default for fashion-mnist: " +
                                           std::string(kFashionMnistDir) + ")");
   f.addChoice("augment", &augment, {"on", "off"}, "random crop and flip of training images");
+  int imageSize = 224;  // the job keeps 0 ("the default") unless the flag is given
+  f.addInt("image-size", &imageSize,
+           "imagefolder: side of the crops fed to the model (RandomResizedCrop, or resize + "
+           "centre crop)",
+           1, 4096);
+  f.addBool("skip-corrupt", &j.skipCorrupt,
+            "imagefolder: replace a file that does not decode by the next one of its class, "
+            "and count it, instead of failing");
   f.addBool("drop-last", &j.dropLastBatch, "drop each epoch's last short batch");
   f.addInt("batch", &j.batch, "batch size per worker", 1);
   std::string workers = "2";
@@ -100,6 +108,7 @@ LaunchOptions parseLaunchOptions(const std::vector<std::string>& args) {
   TL_REQUIRE(!(f.given("epochs") && f.given("steps")), "give --epochs or --steps, not both");
   if (!f.given("epochs") && !f.given("steps")) j.epochs = 1;
   if (!f.given("data-dir") && j.dataset == "fashion-mnist") j.dataDir = kFashionMnistDir;
+  if (f.given("image-size")) j.imageSize = imageSize;
   j.model.batchNorm = !noBatchnorm;
   j.augment = augment == "on";
   j.seed = uint64_t(seed);

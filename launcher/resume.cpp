@@ -29,6 +29,8 @@ const std::vector<DefiningFlag>& definingFlags() {
       {"dropout", [](const JobConfig& c) { return show(c.model.dropout); }},
       {"dataset", [](const JobConfig& c) { return c.dataset; }},
       {"augment", [](const JobConfig& c) { return std::string(c.augment ? "on" : "off"); }},
+      {"image-size", [](const JobConfig& c) { return show(imageFolderSize(c)); }},
+      {"skip-corrupt", [](const JobConfig& c) { return show(c.skipCorrupt); }},
       {"drop-last", [](const JobConfig& c) { return show(c.dropLastBatch); }},
       {"batch", [](const JobConfig& c) { return show(c.batch); }},
       {"epochs", [](const JobConfig& c) { return show(c.epochs); }},

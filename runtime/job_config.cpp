@@ -19,6 +19,10 @@ void validate(const JobConfig& c) {
   TL_REQUIRE(c.reduction == "fp32" || c.reduction == "exact", "--reduction: unknown mode '",
              c.reduction, "' (expected exact or fp32)");
   TL_REQUIRE(!c.dataDir.empty(), "--data-dir: required (the folder holding the ", c.dataset, " files)");
+  TL_REQUIRE(c.imageSize >= 0 && c.imageSize <= 4096, "--image-size: must be 1 to 4096, got ",
+             c.imageSize);
+  TL_REQUIRE(c.dataset == "imagefolder" || (c.imageSize == 0 && !c.skipCorrupt),
+             "--image-size and --skip-corrupt apply to --dataset imagefolder only");
   TL_REQUIRE(c.schedule.kind == "constant" || c.schedule.kind == "step" || c.schedule.kind == "cosine",
              "--lr-schedule: unknown schedule '", c.schedule.kind, "' (expected constant, step or cosine)");
   TL_REQUIRE(c.schedule.kind != "step" || c.schedule.stepEpochs > 0,
@@ -44,6 +48,8 @@ nlohmann::json toJson(const JobConfig& c) {
   j["dataset"] = c.dataset;
   j["data_dir"] = c.dataDir;
   j["augment"] = c.augment;
+  j["image_size"] = c.imageSize;
+  j["skip_corrupt"] = c.skipCorrupt;
   j["drop_last_batch"] = c.dropLastBatch;
   j["batch"] = c.batch;
   j["workers"] = c.workers;
@@ -86,6 +92,8 @@ JobConfig jobConfigFromJson(const nlohmann::json& j) {
     c.dataset = j.at("dataset");
     c.dataDir = j.at("data_dir");
     c.augment = j.at("augment");
+    c.imageSize = j.value("image_size", 0);
+    c.skipCorrupt = j.value("skip_corrupt", false);
     c.dropLastBatch = j.at("drop_last_batch");
     c.batch = j.at("batch");
     c.workers = j.at("workers");

@@ -22,9 +22,11 @@ struct LrScheduleConfig {
 struct JobConfig {
   models::ModelConfig model;
 
-  std::string dataset = "cifar10";  // cifar10 | mnist | fashion-mnist
+  std::string dataset = "cifar10";  // cifar10 | mnist | fashion-mnist | imagefolder
   std::string dataDir;
   bool augment = true;
+  int imageSize = 0;         // imagefolder: side of the crops fed to the model; 0 = 224
+  bool skipCorrupt = false;  // imagefolder: replace undecodable files instead of failing
   bool dropLastBatch = false;  // keep the short last batch of an epoch, as DataLoader does
 
   int64_t batch = 32;        // per worker
@@ -53,6 +55,11 @@ struct JobConfig {
 
 // Checks a config for consistency; InputError naming the offending setting.
 void validate(const JobConfig& config);
+
+// The crop side an imagefolder job feeds its model: imageSize, or 224 when it is 0.
+inline int imageFolderSize(const JobConfig& config) {
+  return config.imageSize > 0 ? config.imageSize : 224;
+}
 
 // For --device sim:RATE, RATE in images/s; 0 for real devices. InputError on a bad RATE.
 double simulatedDeviceRate(const std::string& device);

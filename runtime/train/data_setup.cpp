@@ -1,10 +1,37 @@
 #include "runtime/train/data_setup.h"
 
 #include "common/check.h"
+#include "dataload/resized_crop.h"
 
 namespace tl::train {
+namespace {
+
+// Image folders: RandomResizedCrop + flip for training (the evaluation resize + centre crop
+// with --augment off), resize + centre crop for evaluation, ImageNet normalization.
+JobData openImageFolderData(const JobConfig& config) {
+  data::DatasetOptions options;
+  options.skipCorrupt = config.skipCorrupt;
+  data::ResizedCropOptions crop;
+  crop.size = imageFolderSize(config);
+  crop.augment = config.augment;
+  data::ResizedCropOptions eval = crop;
+  eval.augment = false;
+  JobData out;
+  out.train = std::make_shared<data::SamplePipeline>(
+      data::openDataset(config.dataset, config.dataDir, data::Split::Train, options),
+      data::makeResizedCrop(crop), config.seed);
+  if (config.eval) {
+    out.test = std::make_shared<data::SamplePipeline>(
+        data::openDataset(config.dataset, config.dataDir, data::Split::Test, options),
+        data::makeResizedCrop(eval), config.seed);
+  }
+  return out;
+}
+
+}  // namespace
 
 JobData openJobData(const JobConfig& config) {
+  if (config.dataset == "imagefolder") return openImageFolderData(config);
   std::shared_ptr<const data::Dataset> train =
       data::openDataset(config.dataset, config.dataDir, data::Split::Train);
   const bool mnistLike = config.dataset != "cifar10";
@@ -32,7 +59,8 @@ JobData openJobData(const JobConfig& config) {
 void adaptModelToData(JobConfig& config, const data::Dataset& train) {
   auto shape = train.imageShape();
   config.model.inChannels = shape.channels;
-  config.model.imageSize = shape.height;
+  // Datasets of varying image sizes (image folders) are cropped to the job's size.
+  config.model.imageSize = shape.height > 0 ? shape.height : imageFolderSize(config);
   config.model.numClasses = train.numClasses();
 }
 

@@ -15,7 +15,9 @@ struct JobData {
 
 // Opens the dataset(s) and fixes the per-dataset transform defaults: CIFAR-10 gets random
 // crop 32 (padding 4) + flip + CIFAR normalisation; MNIST-like data gets random crop (padding 2)
-// without flips + its own normalisation. InputError for missing/corrupt files.
+// without flips + its own normalisation; an image folder gets RandomResizedCrop to
+// imageFolderSize(config) + flip + ImageNet normalisation (evaluation: resize + centre crop).
+// InputError for missing/corrupt files.
 JobData openJobData(const JobConfig& config);
 
 // Fills the model's input geometry (channels, image size, classes) from the dataset.
