@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <new>
@@ -29,10 +30,12 @@ struct TensorBufferPool::Shared {
   void* take(size_t bytes) {
     {
       std::lock_guard<std::mutex> lock(mutex);
-      auto it = idle.find(bytes);
-      if (it != idle.end()) {
-        void* buffer = it->second;
-        idle.erase(it);
+      // The buffer returned last: its memory is the most likely to be in a cache still.
+      auto [first, last] = idle.equal_range(bytes);
+      if (first != last) {
+        auto newest = std::prev(last);
+        void* buffer = newest->second;
+        idle.erase(newest);
         return buffer;
       }
     }
