@@ -27,7 +27,7 @@ using tl::testing::slurp;
 std::string gDataDir;
 constexpr int kSteps = 24;
 
-std::string mpirun(int np) { return std::string(TL_MPIEXEC) + " --oversubscribe -np " + std::to_string(np) + " "; }
+std::string mpirun(int np) { return tl::testing::mpirunPrefix(np); }
 
 std::string jobFlags() {
   return std::string(" --dataset cifar10 --data-dir ") + gDataDir +
@@ -46,10 +46,9 @@ int countSteps(const std::string& metricsPath) {
 class ElasticE2E : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    gDataDir = freshDir("elastic_data");
-    auto r = runCommand(std::string(TL_DATA_BIN) + " synth --out " + gDataDir + " --train 256 --test 32 --seed 3",
-                        120, freshDir("elastic_gen"));
-    ASSERT_EQ(r.exitCode, 0) << r.err;
+    std::string error;
+    gDataDir = tl::testing::makeSyntheticCifar("elastic_data", 256, 32, 3, &error);
+    ASSERT_EQ(error, "");
     auto ref = freshDir("elastic_reference");
     auto run = runCommand(mpirun(2) + TL_LAUNCH_BIN + jobFlags() + " --output-dir " + ref, 300, ref);
     ASSERT_EQ(run.exitCode, 0) << run.err;

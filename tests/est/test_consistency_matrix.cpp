@@ -26,17 +26,15 @@ struct Model {
 class ConsistencyMatrix : public ::testing::TestWithParam<Model> {
  protected:
   static void SetUpTestSuite() {
-    gDataDir = freshDir("consistency_data");
-    auto r = runCommand(std::string(TL_DATA_BIN) + " synth --out " + gDataDir + " --train 256 --test 64 --seed 5",
-                        120, freshDir("consistency_gen"));
-    ASSERT_EQ(r.exitCode, 0) << r.err;
+    std::string error;
+    gDataDir = tl::testing::makeSyntheticCifar("consistency_data", 256, 64, 5, &error);
+    ASSERT_EQ(error, "");
   }
 
   // One tl-launch segment; returns the summary it wrote.
   nlohmann::json segment(const std::string& tag, int np, const std::string& flags) {
     auto out = freshDir("consistency_" + GetParam().name + "_" + tag);
-    std::string cmd = std::string(TL_MPIEXEC) + " --oversubscribe -np " + std::to_string(np) + " " +
-                      TL_LAUNCH_BIN + " --dataset cifar10 --data-dir " + gDataDir + " " + GetParam().flags +
+    std::string cmd = tl::testing::mpirunPrefix(np) + TL_LAUNCH_BIN + " --dataset cifar10 --data-dir " + gDataDir + " " + GetParam().flags +
                       " --logical-workers 4 --batch 8 --seed 11 --lr 0.05 --momentum 0.9 --log-every 0 --steps " +
                       std::to_string(kSteps) + " --output-dir " + out + " " + flags;
     CommandResult r = runCommand(cmd, 600, out);

@@ -17,19 +17,14 @@ using tl::testing::slurp;
 
 std::string gDataDir;
 
-std::string mpirun(int np) {
-  return std::string(TL_MPIEXEC) + " --oversubscribe -np " + std::to_string(np) + " ";
-}
+std::string mpirun(int np) { return tl::testing::mpirunPrefix(np); }
 
 class LaunchE2E : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    gDataDir = freshDir("e2e_data");
-    auto scratch = freshDir("e2e_data_gen");
-    auto r = runCommand(std::string(TL_DATA_BIN) + " synth --out " + gDataDir +
-                            " --train 512 --test 256 --seed 1",
-                        120, scratch);
-    ASSERT_EQ(r.exitCode, 0) << r.err;
+    std::string error;
+    gDataDir = tl::testing::makeSyntheticCifar("e2e_data", 512, 256, 1, &error);
+    ASSERT_EQ(error, "");
   }
 
   // Runs tl-launch on the synthetic data with `np` processes; `extra` appended to the flags.

@@ -56,4 +56,24 @@ inline int countOccurrences(const std::string& text, const std::string& needle) 
   return n;
 }
 
+#ifdef TL_MPIEXEC
+// "mpirun --oversubscribe -np N " (the root/oversubscribe consent comes from CTest's env).
+inline std::string mpirunPrefix(int np) {
+  return std::string(TL_MPIEXEC) + " --oversubscribe -np " + std::to_string(np) + " ";
+}
+#endif
+
+#ifdef TL_DATA_BIN
+// Writes synthetic CIFAR-format data with `tl-data synth` into a fresh folder `name`.
+inline std::string makeSyntheticCifar(const std::string& name, int train, int test, int seed,
+                                      std::string* error) {
+  std::string dir = freshDir(name);
+  auto r = runCommand(std::string(TL_DATA_BIN) + " synth --out " + dir + " --train " + std::to_string(train) +
+                          " --test " + std::to_string(test) + " --seed " + std::to_string(seed),
+                      120, freshDir(name + "_gen"));
+  if (r.exitCode != 0) *error = r.err;
+  return dir;
+}
+#endif
+
 }  // namespace tl::testing
