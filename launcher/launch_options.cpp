@@ -80,6 +80,10 @@ LaunchOptions parseLaunchOptions(const std::vector<std::string>& args) {
   f.addInt("stop-at-step", &out.stopAtStep, "checkpoint and exit after this step (0: run to the end)", 0);
   f.addString("coordinator-dir", &out.coordinatorDir,
               "run directory of this node's loader coordinator, for --workers auto [default: /tmp/tl-coordinator-<uid>]");
+  f.addChoice("gpu-comm", &out.gpuComm, {"nccl", "mpi"},
+              "--device cuda: how tensors travel between processes; nccl needs one GPU per process, "
+              "mpi stages them through host memory and lets processes share GPUs (local rank r uses "
+              "GPU r mod the GPU count); with --reduction exact the result is the same");
   f.addString("resume", &out.resume, "continue the job checkpointed in this folder, on any number of processes");
 
   if (!f.parse(args)) {

@@ -19,6 +19,7 @@ struct LaunchOptions {
   int64_t stopAtStep = 0;
   std::string resume;              // checkpoint folder to continue from
   std::string coordinatorDir;      // node coordinator's run directory (--workers auto)
+  std::string gpuComm = "nccl";    // how GPU tensors travel between processes: nccl or mpi
   std::set<std::string> given;     // flags given on the command line
   bool help = false;
   std::string usage;  // filled when help is true

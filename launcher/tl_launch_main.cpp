@@ -3,8 +3,10 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <ATen/ATen.h>
+#include <torch/cuda.h>
 
 #include <cstdio>
 #include <fstream>
@@ -22,8 +24,10 @@
 #include "launcher/loader_tuning.h"
 #include "launcher/resume.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
+#include "runtime/comm/nccl/nccl_communicator.h"
 #include "runtime/models/state_dict_io.h"
 #include "runtime/train/summary.h"
+#include "runtime/train/trainer_result.h"
 
 namespace {
 
@@ -80,36 +84,54 @@ int runLaunch(int argc, char** argv) {
   launcher::LaunchOptions options;
   std::unique_ptr<est::EstExecutor> executor;
   bool resumed = false;
+  JobConfig job;
+  std::optional<est::Placement> placement;
+  std::optional<elastic::JobCheckpoint> checkpoint;
+  // Start-up in two collective-free phases, each ending with every rank agreeing that all went
+  // well, around the one collective set-up step (the GPU communicator).
   int failed = launcher::prepareOnAllRanks(*world, kProgram, [&] {
     std::vector<std::string> args(argv + 1, argv + argc);
     options = launcher::parseLaunchOptions(args);
     if (options.help) return;
     options.job.deviceIndex = localRankFromEnvironment();
-    JobConfig job = options.job;
+    job = options.job;
     int logicalWorkers = options.logicalWorkers > 0 ? options.logicalWorkers : world->size();
-    std::optional<elastic::JobCheckpoint> checkpoint;
     if (!options.resume.empty()) {
       checkpoint = elastic::readJobCheckpoint(options.resume);
       job = launcher::resumedConfig(checkpoint->config, checkpoint->logicalWorkers, options);
       logicalWorkers = checkpoint->logicalWorkers;
       resumed = true;
     }
-    est::Placement placement =
-        options.placement.empty()
-            ? est::Placement::even(logicalWorkers, world->size())
-            : est::Placement::explicitCounts(options.placement, logicalWorkers, world->size());
+    placement = options.placement.empty()
+                    ? est::Placement::even(logicalWorkers, world->size())
+                    : est::Placement::explicitCounts(options.placement, logicalWorkers, world->size());
+    if (job.device == "cuda" && options.gpuComm == "mpi")
+      job.deviceIndex %= std::max<int>(1, int(torch::cuda::device_count()));
+    train::resolveDevice(job);
+    TL_REQUIRE(job.device != "cuda" || options.gpuComm != "nccl" || comm::ncclAvailable(),
+               "--device cuda: this tl was built without NCCL (configure with -DTL_WITH_NCCL=ON, "
+               "or use --gpu-comm mpi)");
     if (lead && !job.outputDir.empty()) ensureWritableDir(job.outputDir);
     if (lead && !options.checkpointDir.empty()) ensureWritableDir(options.checkpointDir, "checkpoint directory");
-    executor = std::make_unique<est::EstExecutor>(job, placement, *world, *world);
-    if (checkpoint) executor->restore(checkpoint->state);
   });
   if (failed) return failed;
   if (options.help) {
     if (lead) std::fputs(options.usage.c_str(), stdout);
     return 0;
   }
+  // Gradients and model state of GPU jobs travel over NCCL (or, with --gpu-comm mpi, over MPI
+  // through host memory); host-side metadata over MPI.
+  std::unique_ptr<comm::Communicator> gpuComm;
+  if (job.device == "cuda" && options.gpuComm == "nccl") gpuComm = comm::createNcclCommunicator(*world, job.deviceIndex);
+  comm::Communicator& deviceComm = gpuComm ? *gpuComm : *world;
+  failed = launcher::prepareOnAllRanks(*world, kProgram, [&] {
+    executor = std::make_unique<est::EstExecutor>(job, *placement, *world, deviceComm);
+    if (checkpoint) executor->restore(checkpoint->state);
+    checkpoint.reset();
+  });
+  if (failed) return failed;
 
-  const auto& job = executor->config();
+  job = executor->config();
   if (lead) {
     spdlog::info("{} {} logical workers on {} processes (placement {}), model {} ({} parameters), "
                  "reduction {}, steps {} to {} ({} per epoch), batch {} per worker",

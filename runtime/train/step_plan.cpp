@@ -1,4 +1,7 @@
+#include <ATen/Context.h>
 #include <torch/cuda.h>
+
+#include <cstdlib>
 
 #include <cmath>
 
@@ -16,7 +19,19 @@ c10::Device resolveDevice(const JobConfig& config) {
   int64_t count = int64_t(torch::cuda::device_count());
   TL_REQUIRE(config.deviceIndex < count, "--device cuda: this process needs GPU ",
              config.deviceIndex, " but only ", count, " are visible");
+  useDeterministicGpuKernels();
   return c10::Device(c10::kCUDA, c10::DeviceIndex(config.deviceIndex));
+}
+
+void useDeterministicGpuKernels() {
+  // cuBLAS reads this when it creates its first handle: fixed workspaces make its reductions
+  // deterministic. A value the user set is kept.
+  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  at::globalContext().setBenchmarkCuDNN(false);      // no autotuning: the same algorithm every run
+  at::globalContext().setDeterministicCuDNN(true);   // deterministic convolution algorithms only
+  // Any other kernel without a deterministic implementation raises an error instead of
+  // quietly breaking the job's reproducibility.
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
 }
 
 StepPlan planSteps(const JobConfig& config, int64_t stepsPerEpoch) {

@@ -46,6 +46,11 @@ struct StepPlan {
 StepPlan planSteps(const JobConfig& config, int64_t stepsPerEpoch);
 
 // Resolves --device to a torch device; InputError when cuda is asked for and unavailable.
+// For cuda it also switches to deterministic GPU kernels (useDeterministicGpuKernels).
 c10::Device resolveDevice(const JobConfig& config);
+
+// Deterministic cuDNN/cuBLAS algorithms, no autotuning, and an error from any kernel that has no
+// deterministic implementation: on a GPU the kernels' choice is part of the job's result.
+void useDeterministicGpuKernels();
 
 }  // namespace tl::train

@@ -25,10 +25,12 @@ void forEachChunk(std::int64_t total, std::int64_t maxCount,
     chunk(offset, static_cast<int>(std::min(maxCount, total - offset)));
 }
 
-void checkCpuTensor(const at::Tensor& tensor, const char* operation, bool mustBeContiguous) {
+// CPU tensors travel as they are; CUDA tensors are staged through host memory (this MPI need not
+// be CUDA-aware), which lets several processes share one GPU where NCCL would refuse them.
+void checkTensor(const at::Tensor& tensor, const char* operation, bool mustBeContiguous) {
   TL_CHECK(tensor.defined(), "mpi ", operation, " got an undefined tensor");
-  TL_CHECK(tensor.device().is_cpu(), "mpi ", operation, " needs a CPU tensor, got ",
-           describeTensor(tensor), " (use the NCCL backend for CUDA tensors)");
+  TL_CHECK(tensor.device().is_cpu() || tensor.device().is_cuda(), "mpi ", operation,
+           " needs a CPU or CUDA tensor, got ", describeTensor(tensor));
   TL_CHECK(!mustBeContiguous || tensor.is_contiguous(), "mpi ", operation,
            " works in place on a contiguous tensor, got a non-contiguous one (",
            describeTensor(tensor), ")");
@@ -67,70 +69,30 @@ class MpiCommunicator final : public Communicator {
 
   void allreduce(at::Tensor& tensor, ReduceOp op, const CollectiveOptions& options) override {
     enter("allreduce");
-    checkCpuTensor(tensor, "allreduce", /*mustBeContiguous=*/true);
-    const MPI_Datatype type = detail::reductionDatatype(tensor.scalar_type());
-    const MPI_Op mpiOp = detail::reductionOperation(op);
-    auto* base = static_cast<char*>(tensor.data_ptr());
-    const std::int64_t itemSize = tensor.element_size();
-    run(
-        [&] { return str("allreduce(", toString(op), ", ", describeTensor(tensor), ")"); },
-        {tensor}, options, [&](std::vector<MPI_Request>& requests) {
-          forEachChunk(tensor.numel(), options_.maxCountPerCall, [&](std::int64_t offset, int count) {
-            requests.push_back(MPI_REQUEST_NULL);
-            TL_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, base + offset * itemSize, count, type, mpiOp,
-                                        comm_, &requests.back()));
-          });
-        });
+    checkTensor(tensor, "allreduce", /*mustBeContiguous=*/true);
+    if (!tensor.is_cuda()) return allreduceHost(tensor, op, options, tensor);
+    at::Tensor host = tensor.cpu();
+    allreduceHost(host, op, options, tensor);
+    tensor.copy_(host);
   }
 
   // Bytes, not typed elements: broadcast copies, so every dtype works.
   void broadcast(at::Tensor& tensor, int root, const CollectiveOptions& options) override {
     enter("broadcast");
-    checkCpuTensor(tensor, "broadcast", /*mustBeContiguous=*/true);
+    checkTensor(tensor, "broadcast", /*mustBeContiguous=*/true);
     TL_CHECK(root >= 0 && root < size_, "mpi broadcast from root ", root,
              " on a communicator of size ", size_);
-    auto* base = static_cast<char*>(tensor.data_ptr());
-    run([&] { return str("broadcast(root ", root, ", ", describeTensor(tensor), ")"); }, {tensor},
-        options, [&](std::vector<MPI_Request>& requests) {
-          forEachChunk(tensor.nbytes(), options_.maxCountPerCall, [&](std::int64_t offset, int count) {
-            requests.push_back(MPI_REQUEST_NULL);
-            TL_MPI_CHECK(MPI_Ibcast(base + offset, count, MPI_BYTE, root, comm_, &requests.back()));
-          });
-        });
+    if (!tensor.is_cuda()) return broadcastHost(tensor, root, options, tensor);
+    at::Tensor host = tensor.cpu();
+    broadcastHost(host, root, options, tensor);
+    tensor.copy_(host);
   }
 
   at::Tensor allgather(const at::Tensor& tensor, const CollectiveOptions& options) override {
     enter("allgather");
-    checkCpuTensor(tensor, "allgather", /*mustBeContiguous=*/false);
-    at::Tensor input = tensor.contiguous();
-    std::vector<std::int64_t> shape{size_};
-    shape.insert(shape.end(), input.sizes().begin(), input.sizes().end());
-    at::Tensor output = at::empty(shape, input.options());
-    const std::int64_t bytes = input.nbytes();
-    const auto* in = static_cast<const char*>(input.data_ptr());
-    auto* out = static_cast<char*>(output.data_ptr());
-    run([&] { return str("allgather(", describeTensor(input), ")"); }, {input, output}, options,
-        [&](std::vector<MPI_Request>& requests) {
-          if (bytes <= options_.maxCountPerCall) {
-            requests.push_back(MPI_REQUEST_NULL);
-            TL_MPI_CHECK(MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out,
-                                        static_cast<int>(bytes), MPI_BYTE, comm_, &requests.back()));
-            return;
-          }
-          // Chunk i of every member lands at out + member * bytes + offset: a block of `count`
-          // bytes whose extent is a whole member's share.
-          forEachChunk(bytes, options_.maxCountPerCall, [&](std::int64_t offset, int count) {
-            detail::ScopedDatatype block;
-            detail::ScopedDatatype strided;
-            TL_MPI_CHECK(MPI_Type_contiguous(count, MPI_BYTE, block.out()));
-            TL_MPI_CHECK(MPI_Type_create_resized(block.get(), 0, bytes, strided.out()));
-            TL_MPI_CHECK(MPI_Type_commit(strided.out()));
-            requests.push_back(MPI_REQUEST_NULL);
-            TL_MPI_CHECK(MPI_Iallgather(in + offset, count, MPI_BYTE, out + offset, 1,
-                                        strided.get(), comm_, &requests.back()));
-          });
-        });
-    return output;
+    checkTensor(tensor, "allgather", /*mustBeContiguous=*/false);
+    if (!tensor.is_cuda()) return allgatherHost(tensor.contiguous(), options, tensor);
+    return allgatherHost(tensor.cpu().contiguous(), options, tensor).to(tensor.device());
   }
 
   void barrier(const CollectiveOptions& options) override {
@@ -161,6 +123,68 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  // The collectives on host memory; errors name `shown`, the caller's tensor.
+  void allreduceHost(at::Tensor& tensor, ReduceOp op, const CollectiveOptions& options,
+                     const at::Tensor& shown) {
+    const MPI_Datatype type = detail::reductionDatatype(tensor.scalar_type());
+    const MPI_Op mpiOp = detail::reductionOperation(op);
+    auto* base = static_cast<char*>(tensor.data_ptr());
+    const std::int64_t itemSize = tensor.element_size();
+    run(
+        [&] { return str("allreduce(", toString(op), ", ", describeTensor(shown), ")"); },
+        {tensor}, options, [&](std::vector<MPI_Request>& requests) {
+          forEachChunk(tensor.numel(), options_.maxCountPerCall, [&](std::int64_t offset, int count) {
+            requests.push_back(MPI_REQUEST_NULL);
+            TL_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, base + offset * itemSize, count, type, mpiOp,
+                                        comm_, &requests.back()));
+          });
+        });
+  }
+
+  void broadcastHost(at::Tensor& tensor, int root, const CollectiveOptions& options,
+                     const at::Tensor& shown) {
+    auto* base = static_cast<char*>(tensor.data_ptr());
+    run([&] { return str("broadcast(root ", root, ", ", describeTensor(shown), ")"); }, {tensor},
+        options, [&](std::vector<MPI_Request>& requests) {
+          forEachChunk(tensor.nbytes(), options_.maxCountPerCall, [&](std::int64_t offset, int count) {
+            requests.push_back(MPI_REQUEST_NULL);
+            TL_MPI_CHECK(MPI_Ibcast(base + offset, count, MPI_BYTE, root, comm_, &requests.back()));
+          });
+        });
+  }
+
+  at::Tensor allgatherHost(const at::Tensor& input, const CollectiveOptions& options,
+                           const at::Tensor& shown) {
+    std::vector<std::int64_t> shape{size_};
+    shape.insert(shape.end(), input.sizes().begin(), input.sizes().end());
+    at::Tensor output = at::empty(shape, input.options());
+    const std::int64_t bytes = input.nbytes();
+    const auto* in = static_cast<const char*>(input.data_ptr());
+    auto* out = static_cast<char*>(output.data_ptr());
+    run([&] { return str("allgather(", describeTensor(shown), ")"); }, {input, output}, options,
+        [&](std::vector<MPI_Request>& requests) {
+          if (bytes <= options_.maxCountPerCall) {
+            requests.push_back(MPI_REQUEST_NULL);
+            TL_MPI_CHECK(MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out,
+                                        static_cast<int>(bytes), MPI_BYTE, comm_, &requests.back()));
+            return;
+          }
+          // Chunk i of every member lands at out + member * bytes + offset: a block of `count`
+          // bytes whose extent is a whole member's share.
+          forEachChunk(bytes, options_.maxCountPerCall, [&](std::int64_t offset, int count) {
+            detail::ScopedDatatype block;
+            detail::ScopedDatatype strided;
+            TL_MPI_CHECK(MPI_Type_contiguous(count, MPI_BYTE, block.out()));
+            TL_MPI_CHECK(MPI_Type_create_resized(block.get(), 0, bytes, strided.out()));
+            TL_MPI_CHECK(MPI_Type_commit(strided.out()));
+            requests.push_back(MPI_REQUEST_NULL);
+            TL_MPI_CHECK(MPI_Iallgather(in + offset, count, MPI_BYTE, out + offset, 1,
+                                        strided.get(), comm_, &requests.back()));
+          });
+        });
+    return output;
+  }
+
   // Every call first rethrows this communicator's failure, if any, and checks the thread.
   void enter(const char* operation) const {
     if (failure_) std::rethrow_exception(failure_);

@@ -16,7 +16,8 @@
 namespace tl::comm::testing {
 
 struct BackendUnderTest {
-  std::string name;  // as backend() reports it
+  std::string name;   // as backend() reports it
+  std::string label;  // the instance's name in test names [default: name]
   // Empty when the backend can run here; otherwise why its tests are skipped.
   std::function<std::string()> whyUnavailable;
   // Collective over the whole test job.

@@ -1,6 +1,7 @@
-// The conformance suite, instantiated for each backend. NCCL's instance is always compiled and
-// skips itself where it cannot run (no NCCL in the build, no CUDA device, a CPU-only libtorch),
-// so the same binary runs the whole suite on a GPU machine.
+// The conformance suite, instantiated for each backend. NCCL's instance and MPI's instance on
+// CUDA tensors (staged through host memory) are always compiled and skip themselves where they
+// cannot run (no NCCL in the build, no CUDA device, a CPU-only libtorch), so the same binary
+// runs the whole suite on a GPU machine.
 #include <torch/cuda.h>
 
 #include "runtime/comm/mpi/mpi_communicator.h"
@@ -22,6 +23,23 @@ BackendUnderTest mpiBackend() {
   return backend;
 }
 
+// Where this libtorch cannot make CUDA tensors, why; else empty.
+std::string whyNoCuda() {
+  if (!torch::cuda::is_available()) return "no CUDA device, or a libtorch without CUDA";
+  return "";
+}
+
+// MPI on CUDA tensors: several ranks may share one GPU.
+BackendUnderTest mpiOnCudaBackend() {
+  BackendUnderTest backend = mpiBackend();
+  backend.label = "mpi_cuda";
+  backend.whyUnavailable = whyNoCuda;
+  backend.device = [] {
+    return at::Device(at::kCUDA, world().rank() % int(torch::cuda::device_count()));
+  };
+  return backend;
+}
+
 int ncclDeviceOfThisRank() { return world().rank() % std::max(1, ncclVisibleDeviceCount()); }
 
 BackendUnderTest ncclBackend() {
@@ -31,7 +49,7 @@ BackendUnderTest ncclBackend() {
     if (!ncclAvailable()) return "tl was built without NCCL";
     const int devices = ncclVisibleDeviceCount();
     if (devices == 0) return "no CUDA device is visible";
-    if (!torch::cuda::is_available()) return "this libtorch cannot make CUDA tensors";
+    if (std::string why = whyNoCuda(); !why.empty()) return why;
     if (devices < world().size())
       return "NCCL needs one CUDA device per rank: " + std::to_string(world().size()) +
              " ranks, " + std::to_string(devices) + " devices";
@@ -44,9 +62,9 @@ BackendUnderTest ncclBackend() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CommunicatorConformance,
-                         ::testing::Values(mpiBackend(), ncclBackend()),
+                         ::testing::Values(mpiBackend(), mpiOnCudaBackend(), ncclBackend()),
                          [](const ::testing::TestParamInfo<BackendUnderTest>& info) {
-                           return info.param.name;
+                           return info.param.label.empty() ? info.param.name : info.param.label;
                          });
 
 }  // namespace

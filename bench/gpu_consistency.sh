@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The consistency matrix of the EST runtime on a GPU: a job with N = 4 logical workers, run with
+# --device cuda in every placement on 1..4 processes and through checkpoint-restart rescales
+# (loader threads changed between segments), must reach one params_sha256. With one GPU,
+# several processes share it through --gpu-comm mpi (tensors staged through host memory); one
+# process uses NCCL. Also shown, not asserted: --reduction fp32 across placements, the same job
+# on the CPU (other kernels, other bits), and images/s of each run.
+#
+# usage: bench/gpu_consistency.sh [BUILD_DIR] [STEPS]     (needs a CUDA libtorch and a GPU)
+# exit status: 0 when every exact-reduction GPU run of a model matches that model's reference.
+set -uo pipefail
+DEVICE="${TL_GPU_CHECK_DEVICE:-cuda}"  # cpu: a dry run of this script on a machine without a GPU
+BUILD="${1:-build}"
+STEPS="${2:-20}"
+BIN="$BUILD/launcher"
+WORK="${TMPDIR:-/tmp}/tl-gpu-consistency"
+rm -rf "$WORK" && mkdir -p "$WORK"
+MPIRUN="mpirun --oversubscribe --bind-to none"
+if [ "$(id -u)" -eq 0 ]; then MPIRUN="$MPIRUN --allow-run-as-root"; fi
+
+# 320 samples / 4 workers / batch 16 = 5 steps per epoch: 20 steps cross three epoch boundaries.
+"$BIN/tl-data" synth --out "$WORK/data" --train 320 --test 64 --seed 5 >/dev/null || exit 1
+COMMON="--dataset cifar10 --data-dir $WORK/data --logical-workers 4 --batch 16 --seed 11 --lr 0.05
+        --momentum 0.9 --log-every 0 --steps $STEPS"
+
+summaryField() {  # summaryField FILE NAME: a top-level field of summary.json
+  python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+}
+
+# segment NAME NP FLAGS...: one tl-launch run of the current model; prints nothing, leaves
+# $WORK/$MODEL/NAME/{log,summary.json}. Returns tl-launch's exit status.
+segment() {
+  local name=$1 np=$2
+  shift 2
+  local out="$WORK/$MODEL/$name"
+  mkdir -p "$out"
+  # shellcheck disable=SC2086
+  $MPIRUN -np "$np" "$BIN/tl-launch" $COMMON $MODEL_FLAGS --output-dir "$out" "$@" >"$out/log" 2>&1
+}
+
+FAILED=0
+REFERENCE=""
+# row LABEL NAME KIND: prints a table row from run NAME; KIND exact rows must match the reference.
+row() {
+  local label=$1 name=$2 kind=$3 rc=$4
+  local summary="$WORK/$MODEL/$name/summary.json" hash="failed" ips="-" verdict
+  if [ "$rc" -eq 0 ] && [ -f "$summary" ]; then
+    hash=$(summaryField "$summary" params_sha256)
+    ips=$(summaryField "$summary" images_per_s)
+  fi
+  if [ -z "$REFERENCE" ] && [ "$kind" = exact ]; then REFERENCE=$hash; fi
+  if [ "$hash" = failed ]; then
+    verdict="FAILED (see $WORK/$MODEL/$name/log)"
+    [ "$kind" = exact ] && FAILED=1
+  elif [ "$hash" = "$REFERENCE" ]; then
+    verdict="same"
+  elif [ "$kind" = exact ]; then
+    verdict="DIFFERS"
+    FAILED=1
+  else
+    verdict="differs (not promised)"
+  fi
+  printf "%-10s %-44s %-18s %10s  %s\n" "$MODEL" "$label" "${hash:0:16}" "${ips%%.*}" "$verdict"
+}
+
+# rescaled NAME: checkpoint a third of the way on 4 processes, resume on 2 and checkpoint at two
+# thirds, resume on 1 process (placement 4, NCCL) and finish; loader threads 0, 2, 3.
+rescaled() {
+  local name=$1 ckpt="$WORK/$MODEL/$1-ckpt"
+  segment "$name-a" 4 --device $DEVICE --gpu-comm mpi --workers 0 --stop-at-step $((STEPS / 3)) --checkpoint-dir "$ckpt" &&
+    segment "$name-b" 2 --device $DEVICE --gpu-comm mpi --workers 2 --resume "$ckpt" --stop-at-step $((2 * STEPS / 3)) &&
+    segment "$name" 1 --device $DEVICE --workers 3 --resume "$ckpt" --placement 4
+}
+
+printf "%-10s %-44s %-18s %10s  %s\n" model run params_sha256 images/s "vs reference"
+for MODEL in cnn resnet20; do
+  case $MODEL in
+    cnn) MODEL_FLAGS="--model cnn" ;;  # BatchNorm and dropout
+    resnet20) MODEL_FLAGS="--model resnet --depth 20" ;;
+  esac
+  REFERENCE=""
+  segment p4 1 --device $DEVICE --placement 4 --workers 2; row "GPU 1 proc [4], nccl (reference)" p4 exact $?
+  segment p4-again 1 --device $DEVICE --placement 4 --workers 1; row "GPU 1 proc [4], nccl, run again" p4-again exact $?
+  segment ddp 4 --device $DEVICE --gpu-comm mpi --workers 1; row "GPU DDP mode: 4 procs [1,1,1,1], mpi" ddp exact $?
+  segment p22 2 --device $DEVICE --gpu-comm mpi --placement 2,2 --workers 2; row "GPU 2 procs [2,2], mpi" p22 exact $?
+  segment p211 3 --device $DEVICE --gpu-comm mpi --placement 2,1,1 --workers 1; row "GPU 3 procs [2,1,1], mpi" p211 exact $?
+  segment p31 2 --device $DEVICE --gpu-comm mpi --placement 3,1 --workers 0; row "GPU 2 procs [3,1], mpi" p31 exact $?
+  rescaled rescale; row "GPU rescale 4 -> 2 -> 1 procs, loaders 0/2/3" rescale exact $?
+  segment fp32-p4 1 --device $DEVICE --placement 4 --reduction fp32; row "GPU fp32 reduction, 1 proc [4]" fp32-p4 fp32 $?
+  segment fp32-ddp 4 --device $DEVICE --gpu-comm mpi --reduction fp32; row "GPU fp32 reduction, DDP mode 4 procs" fp32-ddp fp32 $?
+  segment cpu-p4 1 --device cpu --placement 4; row "CPU 1 proc [4] (other kernels)" cpu-p4 cpu $?
+done
+echo
+if [ "$FAILED" -eq 0 ]; then
+  echo "every exact-reduction GPU run matched its model's reference"
+else
+  echo "some exact-reduction GPU runs FAILED or DIFFER (logs under $WORK)"
+fi
+exit "$FAILED"
