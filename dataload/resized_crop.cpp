@@ -95,7 +95,6 @@ struct Plan {
 class ResizedCrop : public Transform {
  public:
   explicit ResizedCrop(const ResizedCropOptions& options) : options_(options) {
-    const Normalization& norm = options_.norm;
     TL_REQUIRE(options_.size >= 1, "resized crop size must be at least 1, got ", options_.size);
     TL_REQUIRE(options_.minScale > 0 && options_.minScale <= options_.maxScale &&
                    options_.maxScale <= 1,
@@ -106,18 +105,7 @@ class ResizedCrop : public Transform {
                options_.maxRatio);
     TL_REQUIRE(options_.evalCropFraction > 0 && options_.evalCropFraction <= 1,
                "evaluation crop fraction must be in (0, 1], got ", options_.evalCropFraction);
-    TL_REQUIRE(!norm.mean.empty() && norm.mean.size() == norm.std.size(),
-               "normalization needs one mean and one std per channel, got ", norm.mean.size(),
-               " means and ", norm.std.size(), " stds");
-    table_.resize(norm.mean.size() * 256);
-    for (size_t c = 0; c < norm.mean.size(); ++c) {
-      TL_REQUIRE(std::isfinite(norm.std[c]) && norm.std[c] > 0 && std::isfinite(norm.mean[c]),
-                 "normalization of channel ", c, " is invalid: mean ", norm.mean[c], ", std ",
-                 norm.std[c], " (std must be positive)");
-      for (int byte = 0; byte < 256; ++byte) {
-        table_[c * 256 + size_t(byte)] = normalizedValue(uint8_t(byte), norm.mean[c], norm.std[c]);
-      }
-    }
+    table_ = normalizationTable(options_.norm);
   }
 
   ImageShape outputShape(const ImageShape& input) const override {

@@ -27,6 +27,22 @@ float normalizedValue(uint8_t pixel, float mean, float std) {
   return centred / std;
 }
 
+std::vector<float> normalizationTable(const Normalization& norm) {
+  TL_REQUIRE(!norm.mean.empty() && norm.mean.size() == norm.std.size(),
+             "normalization needs one mean and one std per channel, got ", norm.mean.size(),
+             " means and ", norm.std.size(), " stds");
+  std::vector<float> table(norm.mean.size() * 256);
+  for (size_t c = 0; c < norm.mean.size(); ++c) {
+    TL_REQUIRE(std::isfinite(norm.std[c]) && norm.std[c] > 0 && std::isfinite(norm.mean[c]),
+               "normalization of channel ", c, " is invalid: mean ", norm.mean[c], ", std ",
+               norm.std[c], " (std must be positive)");
+    for (int byte = 0; byte < 256; ++byte) {
+      table[c * 256 + size_t(byte)] = normalizedValue(uint8_t(byte), norm.mean[c], norm.std[c]);
+    }
+  }
+  return table;
+}
+
 CropFlipOptions cifarAugmentation() {
   CropFlipOptions options;
   options.cropSize = 32;
@@ -57,22 +73,10 @@ namespace {
 class CropFlipNormalize : public Transform {
  public:
   explicit CropFlipNormalize(const CropFlipOptions& options) : options_(options) {
-    const Normalization& norm = options_.norm;
-    TL_REQUIRE(!norm.mean.empty() && norm.mean.size() == norm.std.size(),
-               "normalization needs one mean and one std per channel, got ", norm.mean.size(),
-               " means and ", norm.std.size(), " stds");
+    table_ = normalizationTable(options_.norm);
     TL_REQUIRE(options_.cropSize >= 0, "crop size must not be negative, got ", options_.cropSize);
     TL_REQUIRE(options_.padding >= 0, "crop padding must not be negative, got ",
                options_.padding);
-    table_.resize(norm.mean.size() * 256);
-    for (size_t c = 0; c < norm.mean.size(); ++c) {
-      TL_REQUIRE(std::isfinite(norm.std[c]) && norm.std[c] > 0 && std::isfinite(norm.mean[c]),
-                 "normalization of channel ", c, " is invalid: mean ", norm.mean[c], ", std ",
-                 norm.std[c], " (std must be positive)");
-      for (int byte = 0; byte < 256; ++byte) {
-        table_[c * 256 + byte] = normalizedValue(uint8_t(byte), norm.mean[c], norm.std[c]);
-      }
-    }
   }
 
   ImageShape outputShape(const ImageShape& input) const override {

@@ -31,6 +31,10 @@ Normalization normalizationFor(const std::string& kind);
 // compiler contracts or vectorises arithmetic.
 float normalizedValue(uint8_t pixel, float mean, float std);
 
+// normalizedValue of every byte for every channel: entry [c * 256 + byte]. InputError for a
+// normalization without one finite mean and one positive std per channel.
+std::vector<float> normalizationTable(const Normalization& norm);
+
 class Transform {
  public:
   virtual ~Transform() = default;

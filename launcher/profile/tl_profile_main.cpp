@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/tool_main.h"
 #include "common/check.h"
 #include "common/files.h"
 #include "launcher/flags.h"
@@ -134,13 +135,5 @@ int runProfile(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return runProfile(argc, argv);
-  } catch (const tl::InputError& e) {
-    std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
-    return 1;
-  }
+  return tl::runTool(kProgram, [&] { return runProfile(argc, argv); });
 }

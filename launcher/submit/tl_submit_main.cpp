@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "common/tool_main.h"
 #include "common/check.h"
 #include "common/files.h"
 #include "dataload/tuning/unix_socket.h"
@@ -136,13 +137,5 @@ int runSubmit(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return runSubmit(argc, argv);
-  } catch (const tl::InputError& e) {
-    std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
-    return 1;
-  }
+  return tl::runTool(kProgram, [&] { return runSubmit(argc, argv); });
 }
