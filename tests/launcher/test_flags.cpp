@@ -44,6 +44,12 @@ TEST(Flags, AutoWorkersAndSimulatedDevice) {
   EXPECT_FALSE(parseLaunchOptions({"--workers", "3"}).job.autoWorkers);
 }
 
+TEST(Flags, GpuCommDefaultsToNcclAndAcceptsMpi) {
+  EXPECT_EQ(parseLaunchOptions({}).gpuComm, "nccl");
+  EXPECT_EQ(parseLaunchOptions({"--device", "cuda", "--gpu-comm", "mpi"}).gpuComm, "mpi");
+  EXPECT_NE(errorOf({"--gpu-comm", "gloo"}).find("--gpu-comm: unknown value 'gloo'"), std::string::npos);
+}
+
 TEST(Flags, HelpIsNotAnError) {
   auto o = parseLaunchOptions({"--help"});
   EXPECT_TRUE(o.help);
