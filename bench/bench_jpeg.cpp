@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <string>
 
+#include "bench/throughput.h"
 #include "dataload/image_folder.h"
 #include "dataload/loader.h"
 #include "dataload/resized_crop.h"
@@ -38,16 +39,8 @@ struct Config {
   bool reducedDecode;
 };
 
-double processCpuSeconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
-}
-
-struct Measurement {
-  double imagesPerSecond = 0;
-  double cpusUsed = 0;
-};
+using tl::bench::Measurement;
+using tl::bench::processCpuSeconds;
 
 Measurement measureLoader(const std::shared_ptr<const SamplePipeline>& pipeline, int workers,
                           double seconds) {

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/throughput.h"
 #include "dataload/loader.h"
 #include "dataload/synthetic.h"
 
@@ -69,16 +70,8 @@ Settings parse(int argc, char** argv) {
   return s;
 }
 
-double processCpuSeconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
-}
-
-struct Measurement {
-  double imagesPerSecond = 0;
-  double cpusUsed = 0;  // process CPU time / wall time: below the thread count = machine busy
-};
+using tl::bench::Measurement;
+using tl::bench::processCpuSeconds;
 
 // One loader run with `workers` threads over `seconds`.
 Measurement measureLoader(const std::shared_ptr<const SamplePipeline>& pipeline, const Settings& s,

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/check.h"
+#include "common/signals.h"
 #include "dataload/tuning/coordinator_server.h"
 #include "launcher/flags.h"
 
@@ -24,12 +25,7 @@ void onStopSignal(int) {
 }
 
 void installStopSignals() {
-  struct sigaction sa {};
-  sa.sa_handler = onStopSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
+  tl::handleSignals({SIGTERM, SIGINT}, onStopSignal);
   signal(SIGPIPE, SIG_IGN);  // sends use MSG_NOSIGNAL already; this covers the log file too
 }
 

@@ -15,6 +15,7 @@
 
 #include "common/allocator_tuning.h"
 #include "common/check.h"
+#include "common/signals.h"
 #include "common/files.h"
 #include "elastic/checkpoint_policy.h"
 #include "elastic/job_checkpoint.h"
@@ -37,13 +38,7 @@ constexpr const char* kProgram = "tl-launch";
 std::atomic<bool> gStopRequested{false};
 void onStopSignal(int) { gStopRequested.store(true); }
 
-void installStopSignal() {
-  struct sigaction sa {};
-  sa.sa_handler = onStopSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGUSR1, &sa, nullptr);
-}
+void installStopSignal() { tl::handleSignals({SIGUSR1}, onStopSignal); }
 
 int localRankFromEnvironment() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {

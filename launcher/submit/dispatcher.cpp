@@ -10,6 +10,7 @@
 
 #include "common/check.h"
 #include "common/files.h"
+#include "common/signals.h"
 #include "launcher/submit/child_process.h"
 
 namespace tl::submit {
@@ -168,14 +169,7 @@ std::vector<JobOutcome> runJobs(const std::vector<SubmitJob>& jobs,
   return Dispatch(jobs, options).run();
 }
 
-void installInterruptCounter() {
-  struct sigaction sa {};
-  sa.sa_handler = onInterrupt;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
+void installInterruptCounter() { handleSignals({SIGINT, SIGTERM}, onInterrupt); }
 
 int interruptsReceived() { return gInterrupts.load(); }
 
