@@ -15,8 +15,8 @@
 
 #include "common/allocator_tuning.h"
 #include "common/check.h"
-#include "common/signals.h"
 #include "common/files.h"
+#include "common/signals.h"
 #include "elastic/checkpoint_policy.h"
 #include "elastic/job_checkpoint.h"
 #include "est/executor.h"
