@@ -1,0 +1,74 @@
+// Golden bits: small jobs whose params_sha256 were recorded at commit 74a0890, before the
+// job-definition/executor refactor. Any change of a job's bits fails here and has to be made
+// on purpose (update the hash in the same commit and say why in its message).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/run_command.h"
+
+namespace {
+
+using tl::testing::freshDir;
+using tl::testing::runCommand;
+using tl::testing::slurp;
+
+struct GoldenJob {
+  std::string name;
+  int processes;
+  std::string flags;   // after --data-dir (synthetic CIFAR) unless the job names its dataset
+  std::string sha256;  // params_sha256 at 74a0890
+};
+
+std::string gCifarDir;
+
+class GoldenBits : public ::testing::TestWithParam<GoldenJob> {
+ protected:
+  static void SetUpTestSuite() {
+    std::string error;
+    gCifarDir = tl::testing::makeSyntheticCifar("golden_data", 256, 32, 7, &error);
+    ASSERT_EQ(error, "");
+  }
+};
+
+TEST_P(GoldenBits, ParamsSha256IsUnchanged) {
+  const GoldenJob& job = GetParam();
+  const std::string out = freshDir("golden_" + job.name);
+  std::string flags = job.flags;
+  const std::string cifar = "@CIFAR@";
+  if (auto pos = flags.find(cifar); pos != std::string::npos) flags.replace(pos, cifar.size(), gCifarDir);
+  const std::string cmd = tl::testing::mpirunPrefix(job.processes) + TL_LAUNCH_BIN + " " + flags +
+                          " --log-every 0 --output-dir " + out;
+  auto r = runCommand(cmd, 300, out);
+  ASSERT_EQ(r.exitCode, 0) << cmd << "\n" << r.out << r.err;
+  auto summary = nlohmann::json::parse(slurp(out + "/summary.json"));
+  EXPECT_EQ(summary["params_sha256"].get<std::string>(), job.sha256) << job.name << ": " << cmd;
+}
+
+const char* kCnn = "--model cnn --dropout 0.3 --dataset cifar10 --data-dir @CIFAR@ --batch 8 --steps 10 --seed 3 "
+                   "--logical-workers 4 ";
+const char* kResnet = "--model resnet --depth 8 --dataset cifar10 --data-dir @CIFAR@ --batch 8 --steps 8 --seed 5 ";
+
+INSTANTIATE_TEST_SUITE_P(
+    Jobs, GoldenBits,
+    ::testing::Values(
+        // CNN with BatchNorm and dropout, N = 4: DDP mode and an uneven placement (one hash).
+        GoldenJob{"cnn_ddp_np4", 4, std::string(kCnn) + "--workers 1", "7875159d56f4b762e9dcc3c8efaa77b3f5b2a1f83cdd1bae6f8005d60b736023"},
+        GoldenJob{"cnn_3_1", 2, std::string(kCnn) + "--placement 3,1 --workers 2", "7875159d56f4b762e9dcc3c8efaa77b3f5b2a1f83cdd1bae6f8005d60b736023"},
+        // ResNet-8 (BatchNorm, residuals), N = 4 on 3 processes.
+        GoldenJob{"resnet8_2_1_1", 3, std::string(kResnet) + "--logical-workers 4 --placement 2,1,1", "ebebe1c6c7bf863cdb3095690a2c1b666efe7e5405f46f0a4588dc7fa569d72f"},
+        // Adam with a cosine schedule and warm-up, N = 2 on one process.
+        GoldenJob{"resnet8_adam_cosine", 1,
+                  std::string(kResnet) +
+                      "--logical-workers 2 --optimizer adam --lr 0.001 --lr-schedule cosine --warmup-epochs 1",
+                  "ed43165541588d76699023917ff621fbae97e1cba196bf4374dd4e4d741d8593"},
+        // MLP on the real Fashion-MNIST (Debian's dataset-fashion-mnist), default augmentation.
+        GoldenJob{"mlp_fashion", 2, "--model mlp --dataset fashion-mnist --batch 32 --steps 10 --seed 2", "756f822ed03ecca816d5834048585a337caee4e53aa88f1ffc0080da3d411b30"},
+        // fp32 reduction on one process: no cross-process float sum, so it is reproducible too.
+        GoldenJob{"cnn_fp32_one_process", 1,
+                  "--model cnn --dataset cifar10 --data-dir @CIFAR@ --batch 8 --steps 6 --seed 4 "
+                  "--logical-workers 2 --reduction fp32",
+                  "982d61918e6e17d33011261a466f9e6e2351f3524858d283acf3b22f8f00e225"}),
+    [](const ::testing::TestParamInfo<GoldenJob>& info) { return info.param.name; });
+
+}  // namespace
