@@ -55,7 +55,7 @@ CropFlipOptions cifarAugmentation() {
 CropFlipOptions mnistLikeAugmentation(const Normalization& norm) {
   CropFlipOptions options;
   options.cropSize = 0;
-  options.padding = 0;
+  options.padding = 2;
   options.hflip = false;
   options.norm = norm;
   return options;

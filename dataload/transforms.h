@@ -65,7 +65,7 @@ class Transform {
 // cropSize 0 means "the input's own size": with padding p > 0 that is a random translation
 // by up to p pixels, with padding 0 no crop at all. That is the MNIST-like convention
 // (mnistLikeAugmentation): digits and garments are centred and flipping changes their
-// meaning, so the default is no crop and no flip, and a translation (padding 2) is opt-in.
+// meaning, so training shifts them by up to 2 pixels (padding 2) and never flips them.
 struct CropFlipOptions {
   int cropSize = 32;      // 0: the input's size
   int padding = 4;        // zero padding on each side before the random crop
@@ -76,7 +76,8 @@ struct CropFlipOptions {
 
 // CIFAR-10 training: crop 32 after padding 4, flip, CIFAR normalization.
 CropFlipOptions cifarAugmentation();
-// MNIST-like training: no crop, no flip, the given normalization; set padding to translate.
+// MNIST-like training: a random shift by up to 2 pixels (crop of the input's size after
+// zero padding 2), no flip, the given normalization.
 CropFlipOptions mnistLikeAugmentation(const Normalization& norm);
 // The training augmentation of a dataset kind; InputError for another kind.
 CropFlipOptions augmentationFor(const std::string& kind);

@@ -34,16 +34,8 @@ JobData openJobData(const JobConfig& config) {
   if (config.dataset == "imagefolder") return openImageFolderData(config);
   std::shared_ptr<const data::Dataset> train =
       data::openDataset(config.dataset, config.dataDir, data::Split::Train);
-  const bool mnistLike = config.dataset != "cifar10";
-  data::Normalization norm = config.dataset == "cifar10"   ? data::cifarNormalization()
-                             : config.dataset == "mnist"   ? data::mnistNormalization()
-                                                           : data::fashionMnistNormalization();
-  data::CropFlipOptions aug;
-  aug.cropSize = train->imageShape().height;
-  aug.padding = mnistLike ? 2 : 4;
-  aug.hflip = !mnistLike;
+  data::CropFlipOptions aug = data::augmentationFor(config.dataset);
   aug.augment = config.augment;
-  aug.norm = norm;
   JobData out;
   out.train = std::make_shared<data::SamplePipeline>(
       train, std::shared_ptr<const data::Transform>(data::makeCropFlipNormalize(aug)), config.seed);
@@ -51,7 +43,7 @@ JobData openJobData(const JobConfig& config) {
     std::shared_ptr<const data::Dataset> test =
         data::openDataset(config.dataset, config.dataDir, data::Split::Test);
     out.test = std::make_shared<data::SamplePipeline>(
-        test, std::shared_ptr<const data::Transform>(data::makeNormalize(norm)), config.seed);
+        test, std::shared_ptr<const data::Transform>(data::makeNormalize(aug.norm)), config.seed);
   }
   return out;
 }

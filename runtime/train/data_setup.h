@@ -14,8 +14,8 @@ struct JobData {
 };
 
 // Opens the dataset(s) and fixes the per-dataset transform defaults: CIFAR-10 gets random
-// crop 32 (padding 4) + flip + CIFAR normalisation; MNIST-like data gets random crop (padding 2)
-// without flips + its own normalisation; an image folder gets RandomResizedCrop to
+// crop 32 (padding 4) + flip + CIFAR normalisation; MNIST-like data a random shift by up to
+// 2 px (padding 2) without flips + its own normalisation (data::augmentationFor); an image folder gets RandomResizedCrop to
 // imageFolderSize(config) + flip + ImageNet normalisation (evaluation: resize + centre crop).
 // InputError for missing/corrupt files.
 JobData openJobData(const JobConfig& config);

@@ -171,18 +171,28 @@ TEST(Transforms, NormalizeOnlyAndAugmentOffAreTheNormalizedImage) {
   }
 }
 
-TEST(Transforms, MnistLikeAugmentationIsOffByDefaultAndTranslatesWithPadding) {
+// What --augment on means for MNIST-like data (the README and --help say the same): a random
+// shift by up to 2 px, never a flip; --augment off is the normalized image itself.
+TEST(Transforms, MnistLikeAugmentationShiftsByUpToTwoPixelsWithoutFlips) {
   const ImageShape shape{1, 28, 28};
   const std::vector<uint8_t> image = randomImage(shape, 4);
   const Normalization norm = fashionMnistNormalization();
   auto plain = makeNormalize(norm);
+  CropFlipOptions off = augmentationFor("fashion-mnist");
+  off.augment = false;
+  auto notAugmented = makeCropFlipNormalize(off);
+  int shiftedSamples = 0;
   auto byDefault = makeCropFlipNormalize(augmentationFor("fashion-mnist"));
   for (int64_t index = 0; index < 20; ++index) {
-    SampleRng a(0, 0, index), b(0, 0, index);
-    EXPECT_EQ(run(*byDefault, image, shape, a), run(*plain, image, shape, b));
+    SampleRng a(0, 0, index), b(0, 0, index), c(0, 0, index);
+    EXPECT_EQ(run(*notAugmented, image, shape, a), run(*plain, image, shape, b));
+    SampleRng d(0, 0, index);
+    shiftedSamples += run(*byDefault, image, shape, c) != run(*plain, image, shape, d);
   }
-  CropFlipOptions translate = mnistLikeAugmentation(norm);
-  translate.padding = 2;
+  EXPECT_GT(shiftedSamples, 10);  // 24 of 25 offsets move the image
+  EXPECT_EQ(augmentationFor("mnist").padding, 2);
+  EXPECT_FALSE(augmentationFor("mnist").hflip);
+  CropFlipOptions translate = augmentationFor("fashion-mnist");
   auto shifted = makeCropFlipNormalize(translate);
   ASSERT_EQ(shifted->outputShape(shape), shape);
   for (int64_t index = 0; index < 50; ++index) {
