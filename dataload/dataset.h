@@ -66,6 +66,9 @@ class Dataset {
   // cache on every image; starting the memory traffic one sample early hides most of that.
   // Changes no result; the default does nothing.
   virtual void prefetch(int64_t index) const {}
+  // Samples whose files were found corrupt and replaced so far (DatasetOptions::skipCorrupt),
+  // ascending. Formats that cannot be corrupt per sample have none.
+  virtual std::vector<int64_t> corruptSamplesSkipped() const { return {}; }
 };
 
 struct DatasetOptions {

@@ -101,6 +101,15 @@ void requireSameClasses(const std::string& valDir, const std::vector<std::string
 
 const char* imageFolderSplitName(Split split) { return split == Split::Train ? "train" : "val"; }
 
+std::vector<int64_t> ImageFolderDataset::corruptSamplesSkipped() const {
+  std::vector<int64_t> out;
+  if (!knownCorrupt_) return out;
+  for (int64_t i = 0; i < size(); ++i) {
+    if (knownCorrupt_[size_t(i)].load(std::memory_order_relaxed)) out.push_back(i);
+  }
+  return out;
+}
+
 std::vector<std::string> imageFolderClasses(const std::string& splitDir) {
   std::error_code error;
   TL_REQUIRE(fs::is_directory(splitDir, error), "image folder '", splitDir,

@@ -47,6 +47,7 @@ class ImageFolderDataset : public Dataset {
   std::string path(int64_t index) const;
   // Files found corrupt and replaced so far (skipCorrupt only; each file counts once).
   int64_t corruptFilesSkipped() const { return corruptFound_.load(std::memory_order_relaxed); }
+  std::vector<int64_t> corruptSamplesSkipped() const override;
 
  private:
   ImageView decodeFile(int64_t index, std::vector<uint8_t>& scratch,

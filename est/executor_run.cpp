@@ -385,6 +385,7 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
   result.loaderImages = ls.images;
   result.dataWaitSeconds = ls.waitSeconds;
   result.simulatedDevice = simRate_ > 0;
+  result.corruptSamples = data_.train->dataset().corruptSamplesSkipped();
   return result;
 }
 

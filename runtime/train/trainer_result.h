@@ -35,6 +35,7 @@ struct TrainResult {
   int64_t loaderImages = 0;
   int64_t loaderResizes = 0;     // pool size changes applied (--workers auto)
   bool simulatedDevice = false;  // --device sim:RATE: batches consumed by waiting, model untouched
+  std::vector<int64_t> corruptSamples;  // --skip-corrupt: samples whose files this process replaced
 };
 
 // How many optimizer steps a job runs and how the epoch-based schedule maps onto steps.

@@ -145,6 +145,7 @@ TEST(ImageFolder, SkipCorruptReplacesWithTheNextGoodFileOfTheClass) {
       for (int i = 0; i < 6; ++i) EXPECT_NEAR(seen[size_t(t)][size_t(i)], expected[size_t(i)], 2);
     }
     EXPECT_EQ(train.corruptFilesSkipped(), 3) << "each corrupt file counts once";
+    EXPECT_EQ(train.corruptSamplesSkipped(), (std::vector<int64_t>{1, 2, 4}));
     EXPECT_EQ(train.label(1), 0) << "a replacement keeps its sample's class";
     std::vector<uint8_t> scratch;
     expectContains(inputErrorOf([&] { train.image(6, scratch); }),

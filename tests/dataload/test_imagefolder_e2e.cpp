@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/run_command.h"
@@ -94,6 +95,16 @@ TEST_F(ImageFolderE2E, CorruptFileFailsNamingItUnlessSkipped) {
             std::string::npos)
       << s.out << s.err;
   EXPECT_EQ(summary(skipped)["steps"], 2);
+  // summary.json counts each replaced file once, whichever processes met it: the distinct files
+  // the processes logged.
+  std::set<std::string> logged;
+  const std::string log = s.out + s.err, marker = "skipping a corrupt image (--skip-corrupt): image '";
+  for (size_t at = log.find(marker); at != std::string::npos; at = log.find(marker, at + 1)) {
+    const size_t begin = at + marker.size();
+    logged.insert(log.substr(begin, log.find('\'', begin) - begin));
+  }
+  EXPECT_GE(logged.size(), 1u);
+  EXPECT_EQ(summary(skipped)["corrupt_files_skipped"], logged.size()) << log;
 }
 
 TEST_F(ImageFolderE2E, ImageFlagsNeedAnImageFolder) {
