@@ -38,13 +38,13 @@ void writeJobCheckpoint(const std::string& dir, const JobCheckpoint& ck) {
   m["kind"] = kKind;
   m["version"] = kVersion;
   m["job"] = toJson(ck.config);
-  m["logical_workers"] = ck.logicalWorkers;
+  m["logical_workers"] = ck.config.logicalWorkers;  // also in "job"; kept here for older readers
   m["placement"] = ck.placement;
   m["steps_done"] = ck.state.stepsDone;
   addAll(data, "model/", ck.state.model, m["model"]);
   addAll(data, "optimizer/", ck.state.optimizer, m["optimizer"]);
   addAll(data, "reducer/", ck.state.reducer, m["reducer"]);
-  TL_CHECK_EQ(int(ck.state.contexts.size()), ck.logicalWorkers, "checkpoint needs every EST's context");
+  TL_CHECK_EQ(int(ck.state.contexts.size()), ck.config.logicalWorkers, "checkpoint needs every EST's context");
   nlohmann::json ests = nlohmann::json::array();
   for (const auto& c : ck.state.contexts) {
     const std::string p = "est/" + std::to_string(c.logicalRank) + "/";
@@ -69,16 +69,19 @@ JobCheckpoint readJobCheckpoint(const std::string& dir) {
                "; this tl reads version ", kVersion);
     JobCheckpoint ck;
     ck.config = jobConfigFromJson(m.at("job"));
-    ck.logicalWorkers = m.at("logical_workers");
+    const int logicalWorkers = m.at("logical_workers");
+    TL_REQUIRE(ck.config.logicalWorkers == 0 || ck.config.logicalWorkers == logicalWorkers, "checkpoint '", path,
+               "' names two different logical-worker counts");
+    ck.config.logicalWorkers = logicalWorkers;
     ck.placement = m.at("placement");
     ck.state.stepsDone = m.at("steps_done");
     ck.state.model = takeAll(data, "model/", m.at("model"));
     ck.state.optimizer = takeAll(data, "optimizer/", m.at("optimizer"));
     ck.state.reducer = takeAll(data, "reducer/", m.at("reducer"));
     const auto& ests = m.at("ests");
-    TL_REQUIRE(int(ests.size()) == ck.logicalWorkers, "checkpoint '", path, "' holds ", ests.size(),
-               " EST contexts for ", ck.logicalWorkers, " logical workers");
-    for (int r = 0; r < ck.logicalWorkers; ++r) {
+    TL_REQUIRE(logicalWorkers >= 1 && int(ests.size()) == logicalWorkers, "checkpoint '", path, "' holds ",
+               ests.size(), " EST contexts for ", logicalWorkers, " logical workers");
+    for (int r = 0; r < logicalWorkers; ++r) {
       const auto& e = ests.at(r);
       TL_REQUIRE(e.at("rank") == r, "checkpoint '", path, "' lists EST contexts out of order");
       est::EstContext c;

@@ -11,8 +11,7 @@
 namespace tl::elastic {
 
 struct JobCheckpoint {
-  JobConfig config;        // as the job was defined (its output/data folders included)
-  int logicalWorkers = 0;
+  JobConfig config;        // the job's definition (logical workers included) and its last run settings
   std::string placement;   // where it ran when written (informational)
   est::JobState state;
 };

@@ -58,7 +58,7 @@ EstExecutor::EstExecutor(JobConfig config, Placement placement, comm::Communicat
   validate(config_);
   TL_CHECK_EQ(placement_.processes(), comm_.size(), "placement does not match the communicator");
   device_ = train::resolveDevice(config_);
-  simRate_ = simulatedDeviceRate(config_.device);
+  simRate_ = config_.device.simRate;
   at::set_num_threads(config_.computeThreads);
   data_ = train::openJobData(config_);
   train::adaptModelToData(config_, data_.train->dataset());
@@ -68,7 +68,7 @@ EstExecutor::EstExecutor(JobConfig config, Placement placement, comm::Communicat
   model_->to(device_);
   model_->train();
   optimizer_ = optim::createOptimizer(config_.optimizer, model_->parameters());
-  if (config_.reduction == "exact") {
+  if (config_.reduction == Reduction::Exact) {
     std::vector<std::string> names;
     for (const auto& item : model_->named_parameters()) names.push_back(item.key());
     reducer_ = reduce::createExactReducer(deviceComm_, model_->parameters(), names, config_.bucketBytes);

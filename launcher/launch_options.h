@@ -1,4 +1,5 @@
-// tl-launch's flags: how argv becomes a JobConfig.
+// tl-launch's command line: how argv becomes a job (definition + run settings) and the
+// settings of this launch. The flags themselves are declared in launcher/job_flags.h.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +12,7 @@
 namespace tl::launcher {
 
 struct LaunchOptions {
-  JobConfig job;
-  int logicalWorkers = 0;         // 0: one per process (DDP mode)
+  JobConfig job;                   // logicalWorkers 0: one per process (DDP mode)
   std::vector<int64_t> placement;  // empty: spread evenly in rank order
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
@@ -25,8 +25,13 @@ struct LaunchOptions {
   std::string usage;  // filled when help is true
 };
 
-// Parses tl-launch's arguments (argv[0] excluded). Throws InputError naming the flag.
+// Parses tl-launch's arguments (argv[0] excluded) for a new job. InputError naming the flag.
 LaunchOptions parseLaunchOptions(const std::vector<std::string>& args);
+
+// Parses the arguments of a launch that resumes `saved` (the checkpoint's job): flags not given
+// keep the checkpoint's values, run settings given replace them, and a defining flag whose value
+// differs from the checkpoint's is refused (InputError naming every such flag, both values).
+LaunchOptions parseResumeOptions(const std::vector<std::string>& args, const JobConfig& saved);
 
 // Where the embedded default dataset lives (Debian's dataset-fashion-mnist).
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";

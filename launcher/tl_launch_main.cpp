@@ -23,7 +23,6 @@
 #include "launcher/job_errors.h"
 #include "launcher/launch_options.h"
 #include "launcher/loader_tuning.h"
-#include "launcher/resume.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
 #include "runtime/comm/nccl/nccl_communicator.h"
 #include "runtime/models/state_dict_io.h"
@@ -69,6 +68,19 @@ PeakMemory peakMemory(tl::comm::Communicator& world) {
   return {m.item<double>(), v.item<double>()};
 }
 
+// --skip-corrupt: how many distinct files the job replaced (a file met by several processes
+// counts once).
+int64_t corruptFilesSkipped(tl::comm::Communicator& world, const std::vector<int64_t>& mine) {
+  at::Tensor count = at::full({1}, int64_t(mine.size()), at::kLong);
+  world.allreduce(count, tl::comm::ReduceOp::Max);
+  const int64_t width = count.item<int64_t>();
+  if (width == 0) return 0;
+  at::Tensor padded = at::full({width}, int64_t(-1), at::kLong);
+  for (size_t i = 0; i < mine.size(); ++i) padded[int64_t(i)] = mine[i];
+  at::Tensor all = std::get<0>(at::_unique(world.allgather(padded).flatten()));
+  return (all >= 0).sum().item<int64_t>();
+}
+
 int runLaunch(int argc, char** argv) {
   using namespace tl;
   auto world = comm::createMpiWorldCommunicator();
@@ -88,22 +100,21 @@ int runLaunch(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     options = launcher::parseLaunchOptions(args);
     if (options.help) return;
-    options.job.deviceIndex = localRankFromEnvironment();
-    job = options.job;
-    int logicalWorkers = options.logicalWorkers > 0 ? options.logicalWorkers : world->size();
     if (!options.resume.empty()) {
       checkpoint = elastic::readJobCheckpoint(options.resume);
-      job = launcher::resumedConfig(checkpoint->config, checkpoint->logicalWorkers, options);
-      logicalWorkers = checkpoint->logicalWorkers;
+      options = launcher::parseResumeOptions(args, checkpoint->config);
       resumed = true;
     }
+    job = options.job;
+    job.deviceIndex = localRankFromEnvironment();
+    if (job.logicalWorkers == 0) job.logicalWorkers = world->size();
     placement = options.placement.empty()
-                    ? est::Placement::even(logicalWorkers, world->size())
-                    : est::Placement::explicitCounts(options.placement, logicalWorkers, world->size());
-    if (job.device == "cuda" && options.gpuComm == "mpi")
+                    ? est::Placement::even(job.logicalWorkers, world->size())
+                    : est::Placement::explicitCounts(options.placement, job.logicalWorkers, world->size());
+    if (job.device.isCuda() && options.gpuComm == "mpi")
       job.deviceIndex %= std::max<int>(1, int(torch::cuda::device_count()));
     train::resolveDevice(job);
-    TL_REQUIRE(job.device != "cuda" || options.gpuComm != "nccl" || comm::ncclAvailable(),
+    TL_REQUIRE(!job.device.isCuda() || options.gpuComm != "nccl" || comm::ncclAvailable(),
                "--device cuda: this tl was built without NCCL (configure with -DTL_WITH_NCCL=ON, "
                "or use --gpu-comm mpi)");
     if (lead && !job.outputDir.empty()) ensureWritableDir(job.outputDir);
@@ -117,7 +128,7 @@ int runLaunch(int argc, char** argv) {
   // Gradients and model state of GPU jobs travel over NCCL (or, with --gpu-comm mpi, over MPI
   // through host memory); host-side metadata over MPI.
   std::unique_ptr<comm::Communicator> gpuComm;
-  if (job.device == "cuda" && options.gpuComm == "nccl") gpuComm = comm::createNcclCommunicator(*world, job.deviceIndex);
+  if (job.device.isCuda() && options.gpuComm == "nccl") gpuComm = comm::createNcclCommunicator(*world, job.deviceIndex);
   comm::Communicator& deviceComm = gpuComm ? *gpuComm : *world;
   failed = launcher::prepareOnAllRanks(*world, kProgram, [&] {
     executor = std::make_unique<est::EstExecutor>(job, *placement, *world, deviceComm);
@@ -132,7 +143,7 @@ int runLaunch(int argc, char** argv) {
                  "reduction {}, steps {} to {} ({} per epoch), batch {} per worker",
                  resumed ? "resuming:" : "job:", executor->placement().logicalWorkers(), world->size(),
                  executor->placement().toString(), job.model.arch, models::countParameters(executor->model()),
-                 job.reduction, executor->stepsDone(), executor->plan().totalSteps,
+                 toString(job.reduction), executor->stepsDone(), executor->plan().totalSteps,
                  executor->plan().stepsPerEpoch, job.batch);
   }
   train::MetricsLog metrics;
@@ -153,6 +164,7 @@ int runLaunch(int argc, char** argv) {
   train::TrainResult result = executor->run(metrics, &policy);
   tuner.reset();  // leave the coordinator before the summary
   const PeakMemory memory = peakMemory(*world);
+  const int64_t corruptFiles = corruptFilesSkipped(*world, result.corruptSamples);
 
   if (lead) {
     train::RunInfo info;
@@ -165,6 +177,7 @@ int runLaunch(int argc, char** argv) {
     summary["total_steps"] = executor->plan().totalSteps;
     summary["peak_rss_mb"] = memory.maxMb;
     summary["peak_rss_mb_sum"] = memory.sumMb;
+    summary["corrupt_files_skipped"] = corruptFiles;
     if (!job.outputDir.empty()) train::writeSummary(summary, job.outputDir);
     if (!job.saveModel.empty()) models::saveStateDict(executor->model(), job.saveModel);
     spdlog::info("{} {} steps in {:.1f} s, {:.1f} images/s, final loss {:.4f}{}",

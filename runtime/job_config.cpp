@@ -2,22 +2,77 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
+#include <charconv>
 #include <cstdlib>
 
 #include "common/check.h"
 
 namespace tl {
 
+const char* toString(Reduction reduction) { return reduction == Reduction::Exact ? "exact" : "fp32"; }
+
+Reduction parseReduction(const std::string& text) {
+  if (text == "exact") return Reduction::Exact;
+  if (text == "fp32") return Reduction::Fp32;
+  inputError("--reduction: unknown mode '", text, "' (expected exact or fp32)");
+}
+
+DeviceSpec DeviceSpec::parse(const std::string& text) {
+  DeviceSpec d;
+  if (text == "cpu") return d;
+  if (text == "cuda") {
+    d.kind = Kind::Cuda;
+    return d;
+  }
+  TL_REQUIRE(text.rfind("sim:", 0) == 0, "--device: unknown device '", text, "' (expected cpu, cuda or sim:RATE)");
+  const std::string rate = text.substr(4);
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(rate.c_str(), &end);
+  TL_REQUIRE(!rate.empty() && *end == '\0' && errno == 0 && v > 0 && v < 1e12, "--device ", text,
+             ": RATE must be a positive number of images per second, e.g. sim:2000");
+  d.kind = Kind::Sim;
+  d.simRate = v;
+  return d;
+}
+
+std::string DeviceSpec::toString() const {
+  switch (kind) {
+    case Kind::Cpu:
+      return "cpu";
+    case Kind::Cuda:
+      return "cuda";
+    case Kind::Sim: {
+      char text[32];  // shortest text that reads back exactly: sim:2000, sim:0.5
+      auto end = std::to_chars(text, text + sizeof text, simRate).ptr;
+      return "sim:" + std::string(text, end);
+    }
+  }
+  return "cpu";
+}
+
+models::ModelConfig defaultJobModel() {
+  models::ModelConfig m;
+  m.arch = "cnn";
+  return m;
+}
+
+optim::OptimizerOptions defaultJobOptimizer() {
+  optim::OptimizerOptions o;
+  o.name = "sgd";
+  o.lr = 0.05;
+  o.momentum = 0.9;
+  return o;
+}
+
 void validate(const JobConfig& c) {
   TL_REQUIRE(c.batch > 0, "--batch: must be at least 1, got ", c.batch);
   TL_REQUIRE(c.workers >= 0, "--workers: must be 0 or more, got ", c.workers);
   TL_REQUIRE(c.prefetch >= 1, "--prefetch: must be at least 1, got ", c.prefetch);
   TL_REQUIRE(c.epochs >= 0 && c.steps >= 0, "--epochs and --steps must not be negative");
+  TL_REQUIRE(c.logicalWorkers >= 0, "--logical-workers: must be at least 1, got ", c.logicalWorkers);
   TL_REQUIRE(c.computeThreads >= 1, "--compute-threads: must be at least 1, got ", c.computeThreads);
-  TL_REQUIRE(c.device == "cpu" || c.device == "cuda" || simulatedDeviceRate(c.device) > 0,
-             "--device: unknown device '", c.device, "' (expected cpu, cuda or sim:RATE)");
-  TL_REQUIRE(c.reduction == "fp32" || c.reduction == "exact", "--reduction: unknown mode '",
-             c.reduction, "' (expected exact or fp32)");
   TL_REQUIRE(!c.dataDir.empty(), "--data-dir: required (the folder holding the ", c.dataset, " files)");
   TL_REQUIRE(c.imageSize >= 0 && c.imageSize <= 4096, "--image-size: must be 1 to 4096, got ",
              c.imageSize);
@@ -29,32 +84,18 @@ void validate(const JobConfig& c) {
              "--lr-step-epochs: must be positive with --lr-schedule step");
 }
 
-double simulatedDeviceRate(const std::string& device) {
-  if (device.rfind("sim:", 0) != 0) return 0;
-  const std::string rate = device.substr(4);
-  char* end = nullptr;
-  double v = std::strtod(rate.c_str(), &end);
-  TL_REQUIRE(!rate.empty() && *end == '\0' && v > 0 && v < 1e12, "--device ", device,
-             ": RATE must be a positive number of images per second, e.g. sim:2000");
-  return v;
-}
-
-nlohmann::json toJson(const JobConfig& c) {
+nlohmann::json toJson(const JobDefinition& c) {
   nlohmann::json j;
   j["model"] = {{"arch", c.model.arch},       {"depth", c.model.depth},
                 {"num_classes", c.model.numClasses}, {"in_channels", c.model.inChannels},
                 {"image_size", c.model.imageSize},   {"batchnorm", c.model.batchNorm},
                 {"dropout", c.model.dropout}};
   j["dataset"] = c.dataset;
-  j["data_dir"] = c.dataDir;
   j["augment"] = c.augment;
   j["image_size"] = c.imageSize;
   j["skip_corrupt"] = c.skipCorrupt;
   j["drop_last_batch"] = c.dropLastBatch;
   j["batch"] = c.batch;
-  j["workers"] = c.workers;
-  j["auto_workers"] = c.autoWorkers;
-  j["prefetch"] = c.prefetch;
   j["epochs"] = c.epochs;
   j["steps"] = c.steps;
   const auto& o = c.optimizer;
@@ -68,19 +109,49 @@ nlohmann::json toJson(const JobConfig& c) {
                       {"gamma", c.schedule.gamma},        {"warmup_epochs", c.schedule.warmupEpochs},
                       {"min_lr", c.schedule.minLr}};
   j["seed"] = c.seed;
-  j["device"] = c.device;
+  j["logical_workers"] = c.logicalWorkers;
   j["compute_threads"] = c.computeThreads;
-  j["reduction"] = c.reduction;
-  j["bucket_bytes"] = c.bucketBytes;
-  j["output_dir"] = c.outputDir;
-  j["eval"] = c.eval;
-  j["log_every"] = c.logEvery;
+  j["reduction"] = toString(c.reduction);
   return j;
 }
 
-JobConfig jobConfigFromJson(const nlohmann::json& j) {
+nlohmann::json toJson(const RunSettings& s) {
+  nlohmann::json j;
+  j["data_dir"] = s.dataDir;
+  j["workers"] = s.workers;
+  j["auto_workers"] = s.autoWorkers;
+  j["prefetch"] = s.prefetch;
+  j["device"] = s.device.toString();
+  j["bucket_bytes"] = s.bucketBytes;
+  j["output_dir"] = s.outputDir;
+  j["eval"] = s.eval;
+  j["log_every"] = s.logEvery;
+  return j;
+}
+
+nlohmann::json toJson(const JobConfig& c) {
+  nlohmann::json j = toJson(c.definition());
+  j.update(toJson(c.settings()));
+  return j;
+}
+
+namespace {
+
+// Runs `read`, turning JSON errors into an InputError that names what was being read.
+template <typename Read>
+auto readJson(const char* what, Read read) {
   try {
-    JobConfig c;
+    return read();
+  } catch (const nlohmann::json::exception& e) {
+    inputError(what, " is incomplete or malformed: ", e.what());
+  }
+}
+
+}  // namespace
+
+JobDefinition jobDefinitionFromJson(const nlohmann::json& j) {
+  return readJson("job definition", [&] {
+    JobDefinition c;
     const auto& m = j.at("model");
     c.model.arch = m.at("arch");
     c.model.depth = m.at("depth");
@@ -90,15 +161,11 @@ JobConfig jobConfigFromJson(const nlohmann::json& j) {
     c.model.batchNorm = m.at("batchnorm");
     c.model.dropout = m.at("dropout");
     c.dataset = j.at("dataset");
-    c.dataDir = j.at("data_dir");
     c.augment = j.at("augment");
     c.imageSize = j.value("image_size", 0);
     c.skipCorrupt = j.value("skip_corrupt", false);
     c.dropLastBatch = j.at("drop_last_batch");
     c.batch = j.at("batch");
-    c.workers = j.at("workers");
-    c.autoWorkers = j.value("auto_workers", false);
-    c.prefetch = j.at("prefetch");
     c.epochs = j.at("epochs");
     c.steps = j.at("steps");
     const auto& o = j.at("optimizer");
@@ -120,17 +187,31 @@ JobConfig jobConfigFromJson(const nlohmann::json& j) {
     c.schedule.warmupEpochs = s.at("warmup_epochs");
     c.schedule.minLr = s.at("min_lr");
     c.seed = j.at("seed");
-    c.device = j.at("device");
+    c.logicalWorkers = j.value("logical_workers", 0);  // checkpoints before 0.2 keep it outside
     c.computeThreads = j.at("compute_threads");
-    c.reduction = j.at("reduction");
-    c.bucketBytes = j.at("bucket_bytes");
-    c.outputDir = j.at("output_dir");
-    c.eval = j.at("eval");
-    c.logEvery = j.at("log_every");
+    c.reduction = parseReduction(j.at("reduction"));
     return c;
-  } catch (const nlohmann::json::exception& e) {
-    inputError("job definition is incomplete or malformed: ", e.what());
-  }
+  });
+}
+
+RunSettings runSettingsFromJson(const nlohmann::json& j) {
+  return readJson("run settings", [&] {
+    RunSettings s;
+    s.dataDir = j.at("data_dir");
+    s.workers = j.at("workers");
+    s.autoWorkers = j.value("auto_workers", false);
+    s.prefetch = j.at("prefetch");
+    s.device = DeviceSpec::parse(j.at("device"));
+    s.bucketBytes = j.at("bucket_bytes");
+    s.outputDir = j.at("output_dir");
+    s.eval = j.at("eval");
+    s.logEvery = j.at("log_every");
+    return s;
+  });
+}
+
+JobConfig jobConfigFromJson(const nlohmann::json& j) {
+  return JobConfig(jobDefinitionFromJson(j), runSettingsFromJson(j));
 }
 
 }  // namespace tl

@@ -1,8 +1,16 @@
-// The definition of a training job, independent of how it is launched or placed.
+// A training job = its definition (what decides the result) + the settings of one run of it.
+//
+// JobDefinition is everything that determines params_sha256: model, dataset identity and
+// augmentation, seed, N logical workers, batch, optimizer and schedule, reduction, compute
+// threads, length. A checkpoint stores it; a resume (and, next, an in-place rescale) keeps it.
+// RunSettings may change at every resume: where the data and outputs are, loader threads,
+// device, logging. Each field has exactly one default: the initialiser here. Which command-line
+// flag sets which field, and whether it is defining, is declared once in launcher/job_flags.h.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -10,6 +18,28 @@
 #include "runtime/optim/optimizer.h"
 
 namespace tl {
+
+// How gradients are summed across ESTs. Exact: 64-bit fixed point, the same bits on every
+// placement. Fp32: a float allreduce, faster, without that promise.
+enum class Reduction { Exact, Fp32 };
+const char* toString(Reduction reduction);
+// "exact" | "fp32"; InputError naming --reduction otherwise.
+Reduction parseReduction(const std::string& text);
+
+// The device each process computes on: the CPU, its GPU, or a stand-in that consumes RATE
+// images/s by waiting (to study loader tuning on machines without GPUs).
+struct DeviceSpec {
+  enum class Kind { Cpu, Cuda, Sim };
+  Kind kind = Kind::Cpu;
+  double simRate = 0;  // Sim only: images per second
+
+  // "cpu" | "cuda" | "sim:RATE"; InputError naming --device otherwise.
+  static DeviceSpec parse(const std::string& text);
+  std::string toString() const;
+  bool isCuda() const { return kind == Kind::Cuda; }
+  bool isSimulated() const { return kind == Kind::Sim; }
+  bool operator==(const DeviceSpec& o) const { return kind == o.kind && simRate == o.simRate; }
+};
 
 struct LrScheduleConfig {
   std::string kind = "constant";  // constant | step | cosine
@@ -19,32 +49,40 @@ struct LrScheduleConfig {
   double minLr = 0;               // cosine floor
 };
 
-struct JobConfig {
-  models::ModelConfig model;
+// The model and optimizer a job gets unless told otherwise: the small CNN; SGD, lr 0.05,
+// momentum 0.9.
+models::ModelConfig defaultJobModel();
+optim::OptimizerOptions defaultJobOptimizer();
 
-  std::string dataset = "cifar10";  // cifar10 | mnist | fashion-mnist | imagefolder
-  std::string dataDir;
-  bool augment = true;
-  int imageSize = 0;         // imagefolder: side of the crops fed to the model; 0 = 224
-  bool skipCorrupt = false;  // imagefolder: replace undecodable files instead of failing
+struct JobDefinition {
+  // arch, depth, batch norm, dropout; in_channels, num_classes and image_size follow from the
+  // dataset (train::adaptModelToData).
+  models::ModelConfig model = defaultJobModel();
+  std::string dataset = "fashion-mnist";  // cifar10 | mnist | fashion-mnist | imagefolder
+  bool augment = true;         // the dataset's training augmentation (data_setup.h says which)
+  int imageSize = 0;           // imagefolder: side of the crops fed to the model; 0 = 224
+  bool skipCorrupt = false;    // imagefolder: replace undecodable files instead of failing
   bool dropLastBatch = false;  // keep the short last batch of an epoch, as DataLoader does
 
-  int64_t batch = 32;        // per worker
-  int workers = 2;           // loader threads per process (0: load on the training thread)
-  bool autoWorkers = false;  // let the node coordinator size the pool (workers = start size)
-  int prefetch = 2;
-  int64_t epochs = 0;        // exactly one of epochs / steps drives the length
+  int64_t batch = 32;          // per logical worker
+  int64_t epochs = 0;          // exactly one of epochs / steps drives the length
   int64_t steps = 0;
-
-  optim::OptimizerOptions optimizer;
+  optim::OptimizerOptions optimizer = defaultJobOptimizer();
   LrScheduleConfig schedule;
 
   uint64_t seed = 0;
-  std::string device = "cpu";  // cpu | cuda | sim:RATE (a stand-in device consuming RATE images/s)
-  int deviceIndex = 0;         // cuda device of this process (set by the launcher)
+  int logicalWorkers = 0;      // N; 0 until the launcher resolves it (one per process)
   int computeThreads = 1;      // intra-op threads per worker: part of the job, not the machine
+  Reduction reduction = Reduction::Exact;
+};
 
-  std::string reduction = "fp32";  // gradient reduction mode
+struct RunSettings {
+  std::string dataDir;         // the dataset's folder
+  int workers = 2;             // loader threads per process (0: load on the training thread)
+  bool autoWorkers = false;    // let the node coordinator size the pool (workers = start size)
+  int prefetch = 2;            // batches prepared ahead per loader thread
+  DeviceSpec device;
+  int deviceIndex = 0;         // cuda device of this process (set by the launcher)
   int64_t bucketBytes = 25 << 20;
 
   std::string outputDir;       // metrics.jsonl, summary.json
@@ -53,19 +91,33 @@ struct JobConfig {
   int64_t logEvery = 10;       // progress line every this many steps
 };
 
+// What an executor runs: one definition with the settings of this run. The two parts keep
+// their own types (definition(), settings()) and their fields read as one flat config.
+struct JobConfig : JobDefinition, RunSettings {
+  JobConfig() = default;
+  JobConfig(JobDefinition d, RunSettings s) : JobDefinition(std::move(d)), RunSettings(std::move(s)) {}
+  const JobDefinition& definition() const { return *this; }
+  JobDefinition& definition() { return *this; }
+  const RunSettings& settings() const { return *this; }
+  RunSettings& settings() { return *this; }
+};
+
 // Checks a config for consistency; InputError naming the offending setting.
 void validate(const JobConfig& config);
 
 // The crop side an imagefolder job feeds its model: imageSize, or 224 when it is 0.
-inline int imageFolderSize(const JobConfig& config) {
-  return config.imageSize > 0 ? config.imageSize : 224;
+inline int imageFolderSize(const JobDefinition& definition) {
+  return definition.imageSize > 0 ? definition.imageSize : 224;
 }
 
-// For --device sim:RATE, RATE in images/s; 0 for real devices. InputError on a bad RATE.
-double simulatedDeviceRate(const std::string& device);
-
+// JSON forms (checkpoints, summary.json). The definition's keys and the run settings' keys are
+// disjoint, so a config is stored as one flat object holding both.
+nlohmann::json toJson(const JobDefinition& definition);
+nlohmann::json toJson(const RunSettings& settings);
 nlohmann::json toJson(const JobConfig& config);
-// Inverse of toJson (for checkpoints); InputError naming a missing or mistyped field.
+// Inverses; InputError naming a missing or mistyped field.
+JobDefinition jobDefinitionFromJson(const nlohmann::json& json);
+RunSettings runSettingsFromJson(const nlohmann::json& json);
 JobConfig jobConfigFromJson(const nlohmann::json& json);
 
 }  // namespace tl

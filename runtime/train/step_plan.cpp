@@ -11,7 +11,7 @@
 namespace tl::train {
 
 c10::Device resolveDevice(const JobConfig& config) {
-  if (config.device == "cpu" || simulatedDeviceRate(config.device) > 0) return c10::Device(c10::kCPU);
+  if (!config.device.isCuda()) return c10::Device(c10::kCPU);
   if (!torch::cuda::is_available()) {
     inputError("--device cuda: no CUDA device is available (this libtorch has no CUDA support, "
                "or no GPU is visible to this process)");

@@ -36,7 +36,7 @@ nlohmann::json summaryJson(const TrainResult& r, const JobConfig& config, const 
                  {"resizes", r.loaderResizes},
                  {"auto", config.autoWorkers}};
   j["replays"] = r.replays;
-  j["device"] = config.device;
+  j["device"] = config.device.toString();
   j["simulated_device"] = r.simulatedDevice;
   if (r.simulatedDevice) {
     j["note"] = "simulated device: batches were loaded and consumed by waiting; no training step ran";

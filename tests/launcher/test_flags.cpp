@@ -40,7 +40,9 @@ TEST(Flags, AutoWorkersAndSimulatedDevice) {
   auto o = parseLaunchOptions({"--workers", "auto", "--device", "sim:2500"});
   EXPECT_TRUE(o.job.autoWorkers);
   EXPECT_EQ(o.job.workers, 1);
-  EXPECT_DOUBLE_EQ(tl::simulatedDeviceRate(o.job.device), 2500.0);
+  EXPECT_TRUE(o.job.device.isSimulated());
+  EXPECT_DOUBLE_EQ(o.job.device.simRate, 2500.0);
+  EXPECT_EQ(o.job.device.toString(), "sim:2500");
   EXPECT_FALSE(parseLaunchOptions({"--workers", "3"}).job.autoWorkers);
 }
 

@@ -1,0 +1,289 @@
+#include "launcher/job_flags.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "common/check.h"
+#include "dataload/dataset.h"
+#include "launcher/flags.h"
+#include "runtime/models/model.h"
+#include "runtime/optim/optimizer.h"
+
+namespace tl::launcher {
+namespace {
+
+constexpr FlagRole kDefining = FlagRole::Defining;
+constexpr FlagRole kRun = FlagRole::Run;
+
+std::string text(double v) {
+  char buf[32];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+std::string text(int64_t v) { return std::to_string(v); }
+std::string text(int v) { return std::to_string(v); }
+std::string text(uint64_t v) { return std::to_string(v); }
+std::string text(bool v) { return v ? "true" : "false"; }
+std::string text(const std::string& v) { return v; }
+
+// A flag bound to one field: `field(options)` returns a reference to it.
+template <typename Field>
+LaunchFlag bound(std::string name, FlagRole role, std::string help, std::string example, Field field,
+                 std::function<void(LaunchOptions&, const std::string&)> set) {
+  LaunchFlag f;
+  f.name = std::move(name);
+  f.role = role;
+  f.help = std::move(help);
+  f.example = std::move(example);
+  f.set = std::move(set);
+  f.show = [field](const LaunchOptions& o) { return text(field(const_cast<LaunchOptions&>(o))); };
+  return f;
+}
+
+constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
+
+// An integer field of type T in [min, max] (max kUnbounded: up to what T holds).
+template <typename T, typename Field>
+LaunchFlag integer(std::string name, FlagRole role, std::string help, std::string example, Field field,
+                   int64_t min, int64_t max = kUnbounded) {
+  constexpr int64_t typeMax =
+      std::is_same_v<T, uint64_t> ? kUnbounded : int64_t(std::numeric_limits<T>::max());
+  const int64_t hi = std::min(max, typeMax);
+  const std::string flag = "--" + name;
+  return bound(name, role, std::move(help), std::move(example), field,
+               [=](LaunchOptions& o, const std::string& v) {
+                 const int64_t x = parseInt(v, flag);
+                 if (x < min && max == kUnbounded) inputError(flag, ": must be at least ", min, ", got ", x);
+                 if (x < min || x > hi) inputError(flag, ": must be between ", min, " and ", hi, ", got ", x);
+                 field(o) = T(x);
+               });
+}
+
+template <typename Field>
+LaunchFlag real(std::string name, FlagRole role, std::string help, std::string example, Field field,
+                double min, double max = 1e300) {
+  const std::string flag = "--" + name;
+  return bound(name, role, std::move(help), std::move(example), field,
+               [=](LaunchOptions& o, const std::string& v) {
+                 const double x = parseDouble(v, flag);
+                 if (x < min || x > max) inputError(flag, ": must be between ", min, " and ", max, ", got ", x);
+                 field(o) = x;
+               });
+}
+
+template <typename Field>
+LaunchFlag string(std::string name, FlagRole role, std::string help, std::string example, Field field) {
+  const std::string flag = "--" + name;
+  return bound(name, role, std::move(help), std::move(example), field,
+               [=](LaunchOptions& o, const std::string& v) {
+                 TL_REQUIRE(!v.empty(), flag, ": must not be empty");
+                 field(o) = v;
+               });
+}
+
+template <typename Field>
+LaunchFlag choice(std::string name, FlagRole role, std::string help, std::vector<std::string> choices,
+                  std::string example, Field field) {
+  std::string list;
+  for (const auto& c : choices) list += (list.empty() ? "" : "|") + c;
+  const std::string flag = "--" + name;
+  return bound(name, role, help + " (" + list + ")", std::move(example), field,
+               [=](LaunchOptions& o, const std::string& v) {
+                 for (const auto& c : choices) {
+                   if (c == v) {
+                     field(o) = v;
+                     return;
+                   }
+                 }
+                 inputError(flag, ": unknown value '", v, "' (expected one of ", list, ")");
+               });
+}
+
+// A switch (no value) that sets a bool field to `value`.
+template <typename Field>
+LaunchFlag toggle(std::string name, FlagRole role, std::string help, Field field, bool value) {
+  LaunchFlag f = bound(name, role, std::move(help), "", field,
+                       [=](LaunchOptions& o, const std::string&) { field(o) = value; });
+  f.isSwitch = true;
+  return f;
+}
+
+// A flag whose value is converted by hand (typed values, lists, units).
+LaunchFlag custom(std::string name, FlagRole role, std::string help, std::string example,
+                  std::function<void(LaunchOptions&, const std::string&)> set,
+                  std::function<std::string(const LaunchOptions&)> show) {
+  LaunchFlag f;
+  f.name = std::move(name);
+  f.role = role;
+  f.help = std::move(help);
+  f.example = std::move(example);
+  f.set = std::move(set);
+  f.show = std::move(show);
+  return f;
+}
+
+#define TL_FIELD(expr) [](LaunchOptions & o) -> auto& { return o.expr; }
+
+std::vector<LaunchFlag> buildTable() {
+  std::vector<LaunchFlag> t;
+  // The model.
+  t.push_back(choice("model", kDefining, "model architecture", models::modelNames(), "mlp", TL_FIELD(job.model.arch)));
+  t.push_back(integer<int>("depth", kDefining, "depth of the CIFAR ResNet (6n+2: 20, 32, 56, ...)", "20",
+                           TL_FIELD(job.model.depth), 0));
+  t.push_back(toggle("no-batchnorm", kDefining, "build the model without BatchNorm layers",
+                     TL_FIELD(job.model.batchNorm), false));
+  t.push_back(real("dropout", kDefining, "dropout probability (negative: the model's default; cnn 0.25, others none)",
+                   "0.5", TL_FIELD(job.model.dropout), -1, 0.99));
+  // The data.
+  t.push_back(choice("dataset", kDefining, "dataset format", data::datasetKinds(), "cifar10", TL_FIELD(job.dataset)));
+  t.push_back(string("data-dir", kRun,
+                     "folder holding the dataset files [fashion-mnist: " + std::string(kFashionMnistDir) + "]",
+                     "/data/elsewhere", TL_FIELD(job.dataDir)));
+  t.push_back(custom(
+      "augment", kDefining,
+      "training augmentation (on|off): cifar10 random crop 32 after padding 4 + flip; mnist and "
+      "fashion-mnist a random shift by up to 2 px, no flip; imagefolder RandomResizedCrop + flip",
+      "off",
+      [](LaunchOptions& o, const std::string& v) {
+        TL_REQUIRE(v == "on" || v == "off", "--augment: unknown value '", v, "' (expected one of on|off)");
+        o.job.augment = v == "on";
+      },
+      [](const LaunchOptions& o) { return std::string(o.job.augment ? "on" : "off"); }));
+  t.push_back(custom(
+      "image-size", kDefining,
+      "imagefolder: side of the crops fed to the model (RandomResizedCrop, or resize + centre crop)", "64",
+      [](LaunchOptions& o, const std::string& v) {
+        const int64_t x = parseInt(v, "--image-size");
+        TL_REQUIRE(x >= 1 && x <= 4096, "--image-size: must be between 1 and 4096, got ", x);
+        o.job.imageSize = int(x);
+      },
+      [](const LaunchOptions& o) { return text(imageFolderSize(o.job)); }));
+  t.push_back(toggle("skip-corrupt", kDefining,
+                     "imagefolder: replace a file that does not decode by the next one of its class, and "
+                     "count it (summary.json: corrupt_files_skipped), instead of failing",
+                     TL_FIELD(job.skipCorrupt), true));
+  t.push_back(toggle("drop-last", kDefining, "drop each epoch's last short batch", TL_FIELD(job.dropLastBatch), true));
+  t.push_back(integer<int64_t>("batch", kDefining, "batch size per logical worker", "16", TL_FIELD(job.batch), 1));
+  t.push_back(custom(
+      "workers", kRun,
+      "loader threads per process (0: load on the training thread), or 'auto': the node coordinator sizes the pool",
+      "auto",
+      [](LaunchOptions& o, const std::string& v) {
+        if (v == "auto") {
+          o.job.autoWorkers = true;
+          o.job.workers = 1;  // until the coordinator assigns a size
+          return;
+        }
+        const int64_t w = parseInt(v, "--workers");
+        TL_REQUIRE(w >= 0 && w <= 256, "--workers: must be between 0 and 256 or 'auto', got ", w);
+        o.job.workers = int(w);
+        o.job.autoWorkers = false;
+      },
+      [](const LaunchOptions& o) { return o.job.autoWorkers ? std::string("auto") : text(o.job.workers); }));
+  t.push_back(integer<int>("prefetch", kRun, "batches prepared ahead per loader thread", "4", TL_FIELD(job.prefetch), 1, 64));
+  // Length, optimizer and schedule.
+  t.push_back(integer<int64_t>("epochs", kDefining, "epochs to train (1 unless --steps is given)", "3",
+                               TL_FIELD(job.epochs), 0));
+  t.push_back(integer<int64_t>("steps", kDefining, "optimizer steps to train (instead of --epochs)", "7",
+                               TL_FIELD(job.steps), 0));
+  t.push_back(choice("optimizer", kDefining, "optimizer", optim::optimizerNames(), "adam", TL_FIELD(job.optimizer.name)));
+  t.push_back(real("lr", kDefining, "base learning rate", "0.2", TL_FIELD(job.optimizer.lr), 0));
+  t.push_back(real("momentum", kDefining, "momentum (sgd, nesterov)", "0.5", TL_FIELD(job.optimizer.momentum), 0, 1));
+  t.push_back(real("dampening", kDefining, "momentum dampening (sgd)", "0.1", TL_FIELD(job.optimizer.dampening), 0, 1));
+  t.push_back(real("weight-decay", kDefining, "weight decay (decoupled for adamw)", "0.0005",
+                   TL_FIELD(job.optimizer.weightDecay), 0));
+  t.push_back(real("beta1", kDefining, "Adam beta1", "0.8", TL_FIELD(job.optimizer.beta1), 0, 1));
+  t.push_back(real("beta2", kDefining, "Adam beta2", "0.99", TL_FIELD(job.optimizer.beta2), 0, 1));
+  t.push_back(real("eps", kDefining, "term added to denominators (negative: PyTorch's default per optimizer)",
+                   "1e-07", TL_FIELD(job.optimizer.eps), -1, 1));
+  t.push_back(real("rho", kDefining, "Adadelta rho", "0.8", TL_FIELD(job.optimizer.rho), 0, 1));
+  t.push_back(real("lr-decay", kDefining, "Adagrad learning-rate decay", "0.01", TL_FIELD(job.optimizer.lrDecay), 0));
+  t.push_back(real("initial-accumulator", kDefining, "Adagrad initial accumulator value", "0.1",
+                   TL_FIELD(job.optimizer.initialAccumulator), 0));
+  t.push_back(choice("lr-schedule", kDefining, "learning-rate schedule", {"constant", "step", "cosine"}, "cosine",
+                     TL_FIELD(job.schedule.kind)));
+  t.push_back(real("lr-step-epochs", kDefining, "step schedule: epochs between decays", "2",
+                   TL_FIELD(job.schedule.stepEpochs), 0));
+  t.push_back(real("lr-gamma", kDefining, "step schedule: decay factor", "0.5", TL_FIELD(job.schedule.gamma), 0, 1));
+  t.push_back(real("warmup-epochs", kDefining, "linear warm-up length in epochs", "1",
+                   TL_FIELD(job.schedule.warmupEpochs), 0));
+  t.push_back(real("min-lr", kDefining, "cosine schedule: final learning rate", "0.001", TL_FIELD(job.schedule.minLr), 0));
+  // What else decides the bits.
+  t.push_back(integer<uint64_t>("seed", kDefining, "seed of the job (model init, data order, augmentation)", "9",
+                                TL_FIELD(job.seed), 0));
+  t.push_back(integer<int>("logical-workers", kDefining,
+                           "N, the job's logical workers (ESTs); the result is that of DDP with N processes "
+                           "[0: one per process]",
+                           "4", TL_FIELD(job.logicalWorkers), 1, 1 << 20));
+  t.push_back(integer<int>("compute-threads", kDefining, "intra-op threads per worker (part of the job's result)", "2",
+                           TL_FIELD(job.computeThreads), 1, 256));
+  t.push_back(custom(
+      "reduction", kDefining,
+      "gradient reduction (exact|fp32): exact gives the same bits on every placement; fp32 is a plain float allreduce",
+      "fp32", [](LaunchOptions& o, const std::string& v) { o.job.reduction = parseReduction(v); },
+      [](const LaunchOptions& o) { return std::string(toString(o.job.reduction)); }));
+  // Where and how this launch runs.
+  t.push_back(custom(
+      "device", kRun, "device of each process: cpu, cuda, or sim:RATE (a stand-in consuming RATE images/s without a core)",
+      "sim:2000", [](LaunchOptions& o, const std::string& v) { o.job.device = DeviceSpec::parse(v); },
+      [](const LaunchOptions& o) { return o.job.device.toString(); }));
+  t.push_back(choice("gpu-comm", kRun,
+                     "--device cuda: how tensors travel between processes; nccl needs one GPU per process, mpi "
+                     "stages them through host memory and lets processes share GPUs (local rank r uses GPU r mod "
+                     "the GPU count); with --reduction exact the result is the same",
+                     {"nccl", "mpi"}, "mpi", TL_FIELD(gpuComm)));
+  t.push_back(custom(
+      "bucket-mb", kRun, "gradient bucket size in MiB", "8",
+      [](LaunchOptions& o, const std::string& v) {
+        const double mb = parseDouble(v, "--bucket-mb");
+        TL_REQUIRE(mb >= 0.001 && mb <= 4096, "--bucket-mb: must be between 0.001 and 4096, got ", mb);
+        o.job.bucketBytes = int64_t(mb * 1024 * 1024);
+      },
+      [](const LaunchOptions& o) { return text(double(o.job.bucketBytes) / (1024 * 1024)); }));
+  t.push_back(custom(
+      "placement", kRun, "ESTs per process in rank order, e.g. 2,1,1 [even]", "3,1",
+      [](LaunchOptions& o, const std::string& v) { o.placement = parseIntList(v, "--placement"); },
+      [](const LaunchOptions& o) {
+        std::string s;
+        for (int64_t c : o.placement) s += (s.empty() ? "" : ",") + std::to_string(c);
+        return s;
+      }));
+  t.push_back(string("output-dir", kRun, "folder for metrics.jsonl and summary.json", "/tmp/out", TL_FIELD(job.outputDir)));
+  t.push_back(toggle("eval", kRun, "evaluate on the test set after every epoch", TL_FIELD(job.eval), true));
+  t.push_back(string("save-model", kRun, "write the model's state dict (torch.load-able) here at the end", "/tmp/m.pt",
+                     TL_FIELD(job.saveModel)));
+  t.push_back(integer<int64_t>("log-every", kRun, "progress line every this many steps (0: none)", "5",
+                               TL_FIELD(job.logEvery), 0));
+  t.push_back(string("checkpoint-dir", kRun, "where checkpoints go [<output-dir>/checkpoint, or the --resume folder]",
+                     "/tmp/ck", TL_FIELD(checkpointDir)));
+  t.push_back(integer<int64_t>("checkpoint-every", kRun, "checkpoint every this many steps (0: only on SIGUSR1)", "10",
+                               TL_FIELD(checkpointEvery), 0));
+  t.push_back(integer<int64_t>("stop-at-step", kRun, "checkpoint and exit after this step (0: run to the end)", "5",
+                               TL_FIELD(stopAtStep), 0));
+  t.push_back(string("coordinator-dir", kRun,
+                     "run directory of this node's loader coordinator, for --workers auto [/tmp/tl-coordinator-<uid>]",
+                     "/tmp/coord", TL_FIELD(coordinatorDir)));
+  t.push_back(string("resume", kRun, "continue the job checkpointed in this folder, on any number of processes",
+                     "/tmp/ck", TL_FIELD(resume)));
+  return t;
+}
+
+#undef TL_FIELD
+
+}  // namespace
+
+const std::vector<LaunchFlag>& launchFlags() {
+  static const std::vector<LaunchFlag> table = buildTable();
+  return table;
+}
+
+const LaunchFlag* findLaunchFlag(const std::string& name) {
+  for (const auto& f : launchFlags()) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace tl::launcher

@@ -1,0 +1,188 @@
+// The flag table is the one place that says what defines a job. These tests walk it: every
+// defining flag must reach the job definition, survive the checkpoint's JSON form and be
+// refused by a resume that changes it; every field of the definition must be set by some
+// defining flag; run settings must never touch the definition and must be taken on resume.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <map>
+#include <set>
+
+#include "common/check.h"
+#include "launcher/job_flags.h"
+#include "launcher/launch_options.h"
+
+namespace {
+
+using tl::launcher::FlagRole;
+using tl::launcher::LaunchFlag;
+using tl::launcher::LaunchOptions;
+using tl::launcher::launchFlags;
+
+// A valid job without the flag (`before`) and the same job with `--flag example` (`after`).
+// Some examples need context: --depth applies to resnet only, --image-size and --skip-corrupt
+// to image folders, --checkpoint-every and --stop-at-step need a folder to write to.
+struct Example {
+  std::vector<std::string> before, after;
+};
+
+Example exampleOf(const LaunchFlag& flag) {
+  std::vector<std::string> base = {"--data-dir", "/data"}, extra;
+  if (flag.name == "data-dir") base = {};  // fashion-mnist's default folder
+  if (flag.name == "image-size" || flag.name == "skip-corrupt") base = {"--dataset", "imagefolder", "--data-dir", "/d"};
+  if (flag.name == "depth") extra = {"--model", "resnet"};
+  if (flag.name == "checkpoint-every" || flag.name == "stop-at-step") extra = {"--output-dir", "/tmp/out"};
+  Example e{base, base};
+  e.after.insert(e.after.end(), extra.begin(), extra.end());
+  e.after.push_back("--" + flag.name);
+  if (!flag.isSwitch) e.after.push_back(flag.example);
+  return e;
+}
+
+// `--resume /ck --flag [example]`
+std::vector<std::string> resumeWith(const LaunchFlag& flag) {
+  std::vector<std::string> args = {"--resume", "/ck", "--" + flag.name};
+  if (!flag.isSwitch) args.push_back(flag.example);
+  return args;
+}
+
+std::map<std::string, nlohmann::json> flat(const nlohmann::json& j) {
+  std::map<std::string, nlohmann::json> out;
+  const nlohmann::json flattened = j.flatten();  // items() refers into it
+  for (auto& [k, v] : flattened.items()) out[k] = v;
+  return out;
+}
+
+std::set<std::string> changedKeys(const nlohmann::json& a, const nlohmann::json& b) {
+  std::set<std::string> keys;
+  auto fa = flat(a), fb = flat(b);
+  for (auto& [k, v] : fa) {
+    if (!fb.count(k) || fb[k] != v) keys.insert(k);
+  }
+  for (auto& [k, v] : fb) {
+    if (!fa.count(k)) keys.insert(k);
+  }
+  return keys;
+}
+
+TEST(JobFlags, NamesAreUniqueAndExamplesDifferFromDefaults) {
+  std::set<std::string> names;
+  const LaunchOptions defaults;
+  for (const LaunchFlag& flag : launchFlags()) {
+    EXPECT_TRUE(names.insert(flag.name).second) << "--" << flag.name << " declared twice";
+    EXPECT_FALSE(flag.help.empty()) << flag.name;
+    if (flag.isSwitch) continue;
+    LaunchOptions o;
+    flag.set(o, flag.example);
+    EXPECT_NE(flag.show(o), flag.show(defaults)) << "--" << flag.name << " example equals the default";
+  }
+}
+
+// One default per setting: what a command line without the flag gives is the field's own
+// initialiser, except for the two defaults that follow from other flags.
+TEST(JobFlags, DefaultsAreTheFieldsInitialisers) {
+  const LaunchOptions initialised;
+  const LaunchOptions parsed = tl::launcher::parseLaunchOptions({"--data-dir", "/d"});
+  for (const LaunchFlag& flag : launchFlags()) {
+    if (flag.name == "epochs" || flag.name == "data-dir") continue;  // 1 epoch unless --steps; the folder
+    EXPECT_EQ(flag.show(parsed), flag.show(initialised)) << "--" << flag.name;
+  }
+  EXPECT_EQ(parsed.job.epochs, 1);
+  EXPECT_EQ(tl::launcher::parseLaunchOptions({"--steps", "3"}).job.epochs, 0);
+  EXPECT_EQ(tl::JobDefinition{}.reduction, tl::Reduction::Exact);
+  EXPECT_EQ(tl::JobDefinition{}.model.arch, "cnn");
+}
+
+TEST(JobFlags, TypedValuesParseOnceAndReadBack) {
+  EXPECT_EQ(tl::parseReduction("fp32"), tl::Reduction::Fp32);
+  EXPECT_STREQ(tl::toString(tl::Reduction::Exact), "exact");
+  EXPECT_THROW(tl::parseReduction("int8"), tl::InputError);
+  for (const char* text : {"cpu", "cuda", "sim:2000", "sim:0.5", "sim:1e+06"}) {
+    EXPECT_EQ(tl::DeviceSpec::parse(text).toString(), text);
+  }
+  EXPECT_TRUE(tl::DeviceSpec::parse("cuda").isCuda());
+  for (const char* bad : {"gpu", "sim:", "sim:0", "sim:-3", "sim:fast", "cuda:1"}) {
+    EXPECT_THROW(tl::DeviceSpec::parse(bad), tl::InputError) << bad;
+  }
+}
+
+TEST(JobFlags, EveryDefiningFlagIsCheckpointedAndCompared) {
+  std::set<std::string> covered;
+  for (const LaunchFlag& flag : launchFlags()) {
+    if (flag.role != FlagRole::Defining) continue;
+    SCOPED_TRACE("--" + flag.name);
+    const Example ex = exampleOf(flag);
+    const LaunchOptions before = tl::launcher::parseLaunchOptions(ex.before);
+    const LaunchOptions after = tl::launcher::parseLaunchOptions(ex.after);
+    // It reaches the definition...
+    const auto keys = changedKeys(tl::toJson(before.job.definition()), tl::toJson(after.job.definition()));
+    EXPECT_FALSE(keys.empty()) << "a defining flag that changes nothing in the job definition";
+    covered.insert(keys.begin(), keys.end());
+    // ...survives the checkpoint's JSON form...
+    const tl::JobConfig restored = tl::jobConfigFromJson(tl::toJson(after.job));
+    LaunchOptions viaCheckpoint = after;
+    viaCheckpoint.job = restored;
+    EXPECT_EQ(flag.show(viaCheckpoint), flag.show(after)) << "not kept by the checkpoint";
+    // ...and a resume that would change it is refused, naming it.
+    try {
+      tl::launcher::parseResumeOptions(resumeWith(flag), before.job);
+      ADD_FAILURE() << "resume accepted a changed definition";
+    } catch (const tl::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("--" + flag.name + " "), std::string::npos) << e.what();
+    }
+    // Giving the checkpoint's own value is fine.
+    auto same = tl::launcher::parseResumeOptions(resumeWith(flag), after.job);
+    EXPECT_EQ(flag.show(same), flag.show(after));
+  }
+  // Fields that follow from the data rather than from a flag (train::adaptModelToData).
+  const std::set<std::string> derived = {"/model/num_classes", "/model/in_channels", "/model/image_size"};
+  for (const auto& [key, value] : flat(tl::toJson(tl::JobDefinition{}))) {
+    if (derived.count(key)) continue;
+    EXPECT_TRUE(covered.count(key)) << "definition field " << key << " is set by no defining flag";
+  }
+}
+
+TEST(JobFlags, RunSettingsNeverTouchTheDefinitionAndAreTakenOnResume) {
+  for (const LaunchFlag& flag : launchFlags()) {
+    if (flag.role != FlagRole::Run || flag.name == "resume") continue;
+    SCOPED_TRACE("--" + flag.name);
+    Example ex = exampleOf(flag);
+    const LaunchOptions before = tl::launcher::parseLaunchOptions(ex.before);
+    const LaunchOptions after = tl::launcher::parseLaunchOptions(ex.after);
+    EXPECT_EQ(tl::toJson(before.job.definition()), tl::toJson(after.job.definition()));
+    if (flag.isSwitch) EXPECT_NE(flag.show(after), flag.show(before));
+    else EXPECT_EQ(flag.show(after), flag.example);
+    ex.after.insert(ex.after.end(), {"--resume", "/ck"});
+    const LaunchOptions resumed = tl::launcher::parseResumeOptions(ex.after, before.job);
+    EXPECT_EQ(flag.show(resumed), flag.show(after));
+    EXPECT_EQ(tl::toJson(resumed.job.definition()), tl::toJson(before.job.definition()));
+  }
+}
+
+TEST(JobFlags, ResumeKeepsTheCheckpointsRunSettingsUnlessGiven) {
+  tl::JobConfig saved = tl::launcher::parseLaunchOptions({"--data-dir", "/old", "--workers", "3", "--eval"}).job;
+  saved.logicalWorkers = 4;
+  auto o = tl::launcher::parseResumeOptions({"--resume", "/ck", "--data-dir", "/new"}, saved);
+  EXPECT_EQ(o.job.dataDir, "/new");
+  EXPECT_EQ(o.job.workers, 3);
+  EXPECT_TRUE(o.job.eval);
+  EXPECT_EQ(o.job.logicalWorkers, 4);
+  EXPECT_EQ(o.checkpointDir, "/ck");  // checkpoints continue where the job came from
+}
+
+TEST(JobFlags, ResumeNamesEveryConflictWithBothValues) {
+  tl::JobConfig saved = tl::launcher::parseLaunchOptions({"--batch", "8", "--seed", "3"}).job;
+  saved.logicalWorkers = 4;
+  try {
+    tl::launcher::parseResumeOptions({"--resume", "/ck", "--batch", "16", "--seed", "3", "--logical-workers", "2"},
+                                     saved);
+    FAIL() << "accepted";
+  } catch (const tl::InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--batch 16 (the checkpoint's job has 8)"), std::string::npos) << m;
+    EXPECT_NE(m.find("--logical-workers 2 (the checkpoint's job has 4)"), std::string::npos) << m;
+    EXPECT_EQ(m.find("--seed"), std::string::npos) << m;  // same value: no conflict
+  }
+}
+
+}  // namespace
