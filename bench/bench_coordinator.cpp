@@ -36,7 +36,7 @@
 #include "dataload/tuning/allocator.h"
 #include "dataload/tuning/coordinator_client.h"
 #include "dataload/tuning/ensure_coordinator.h"
-#include "launcher/flags.h"
+#include "launcher/cli/cli.h"
 
 namespace {
 
@@ -194,9 +194,8 @@ std::vector<JobShape> parseJobs(const std::string& text) {
                    std::getline(fields, rate, ':'),
                "--jobs: expected CPU_MS:IO_MS:DEVICE_RATE per job, got '", item, "'");
     shapes.push_back({std::string(1, char('A' + shapes.size())),
-                      launcher::parseDouble(cpu, "--jobs cpu ms"),
-                      launcher::parseDouble(io, "--jobs io ms"),
-                      launcher::parseDouble(rate, "--jobs device rate")});
+                      cli::parseDouble(cpu, "--jobs cpu ms"), cli::parseDouble(io, "--jobs io ms"),
+                      cli::parseDouble(rate, "--jobs device rate")});
   }
   TL_REQUIRE(!shapes.empty(), "--jobs: no jobs");
   return shapes;
@@ -321,25 +320,24 @@ int main(int argc, char** argv) {
     o.coordinator = (std::filesystem::canonical("/proc/self/exe").parent_path().parent_path() /
                      "launcher" / "tl-coordinator")
                         .string();
-    launcher::FlagSet flags("bench_coordinator",
+    auto app = cli::makeApp("bench_coordinator",
                             "Node images/s: coordinator vs equal vs best static split.");
-    flags.addInt("budget", &o.budget, "loader cores split among the jobs", 1, 64);
-    flags.addDouble("seconds", &o.seconds, "length of each proper measurement", 0.5);
-    flags.addInt("repeats", &o.repeats, "rounds of the three proper measurements (averaged)", 1);
-    flags.addDouble("probe-seconds", &o.probeSeconds, "length of each split's probe in the search",
-                    0.2);
-    flags.addDouble("window-seconds", &o.windowSeconds, "report window of the coordinated jobs",
-                    0.05);
-    flags.addDouble("single-seconds", &o.singleSeconds, "per size in the single-job table", 0.2);
-    flags.addString("jobs", &o.jobs, "CPU_MS:IO_MS:DEVICE_RATE per job, comma-separated");
-    flags.addString("coordinator", &o.coordinator, "tl-coordinator binary");
-    flags.addString("commands", &o.commands, "process mode: file with one job command per line");
-    flags.addInt("steps", &o.steps, "process mode: {steps} of proper runs", 1);
-    flags.addInt("probe-steps", &o.probeSteps, "process mode: {steps} of search probes", 1);
-    if (!flags.parse(argc, argv)) {
-      std::fputs(flags.usage().c_str(), stdout);
-      return 0;
-    }
+    cli::addInt(*app, "--budget", &o.budget, "loader cores split among the jobs", 1, 64);
+    cli::addDouble(*app, "--seconds", &o.seconds, "length of each proper measurement", 0.5);
+    cli::addInt(*app, "--repeats", &o.repeats, "rounds of the three proper measurements (averaged)",
+                1);
+    cli::addDouble(*app, "--probe-seconds", &o.probeSeconds,
+                   "length of each split's probe in the search", 0.2);
+    cli::addDouble(*app, "--window-seconds", &o.windowSeconds,
+                   "report window of the coordinated jobs", 0.05);
+    cli::addDouble(*app, "--single-seconds", &o.singleSeconds, "per size in the single-job table",
+                   0.2);
+    app->add_option("--jobs", o.jobs, "CPU_MS:IO_MS:DEVICE_RATE per job, comma-separated");
+    app->add_option("--coordinator", o.coordinator, "tl-coordinator binary");
+    app->add_option("--commands", o.commands, "process mode: file with one job command per line");
+    cli::addInt(*app, "--steps", &o.steps, "process mode: {steps} of proper runs", 1);
+    cli::addInt(*app, "--probe-steps", &o.probeSteps, "process mode: {steps} of search probes", 1);
+    if (!cli::parse(*app, argc, argv)) return 0;
     spdlog::set_level(spdlog::level::warn);  // the clients' "registered" lines are noise here
     std::vector<JobShape> shapes = parseJobs(o.jobs);
     std::vector<std::string> commands;

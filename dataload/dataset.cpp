@@ -7,10 +7,6 @@
 
 namespace tl::data {
 
-std::vector<std::string> datasetKinds() {
-  return {"cifar10", "mnist", "fashion-mnist", "imagefolder"};
-}
-
 std::unique_ptr<Dataset> openDataset(const std::string& kind, const std::string& dir,
                                      Split split) {
   return openDataset(kind, dir, split, DatasetOptions{});

@@ -8,12 +8,16 @@
 
 #include "common/check.h"
 #include "dataload/dataset.h"
-#include "launcher/flags.h"
+#include "launcher/cli/cli.h"
 #include "runtime/models/model.h"
 #include "runtime/optim/optimizer.h"
 
 namespace tl::launcher {
 namespace {
+
+using cli::parseDouble;
+using cli::parseInt;
+using cli::parseIntList;
 
 constexpr FlagRole kDefining = FlagRole::Defining;
 constexpr FlagRole kRun = FlagRole::Run;

@@ -1,8 +1,8 @@
 #include "launcher/launch_options.h"
 
-#include <CLI/CLI.hpp>
 
 #include "common/check.h"
+#include "launcher/cli/cli.h"
 #include "launcher/job_flags.h"
 
 namespace tl::launcher {
@@ -15,40 +15,23 @@ constexpr const char* kSummary =
 // --name=value, switches, --help); the table converts and checks each value.
 LaunchOptions applyFlags(const std::vector<std::string>& args, LaunchOptions base) {
   const LaunchOptions defaults;
-  CLI::App app(kSummary, "tl-launch");
-  app.allow_extras(true);  // reported below, with the argument named
+  auto app = cli::makeApp("tl-launch", kSummary);
   std::vector<std::pair<const LaunchFlag*, CLI::Option*>> options;
   for (const LaunchFlag& flag : launchFlags()) {
     std::string help = flag.help;
     if (flag.role == FlagRole::Defining) help += " {defines the job}";
     // (CLI11's two-argument add_option binds a variable: the help goes in description().)
-    CLI::Option* opt = flag.isSwitch ? app.add_flag("--" + flag.name) : app.add_option("--" + flag.name)->type_name("VALUE");
+    CLI::Option* opt = flag.isSwitch ? app->add_flag("--" + flag.name) : app->add_option("--" + flag.name);
     opt->description(help);
-    if (!flag.isSwitch) opt->default_str(flag.show(defaults));
+    if (!flag.isSwitch) opt->type_name("VALUE")->default_str(flag.show(defaults));
     options.emplace_back(&flag, opt);
   }
-  try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
+  if (!cli::parse(*app, args, &base.usage)) {
     base.help = true;
-    base.usage = app.help();
     return base;
-  } catch (const CLI::ArgumentMismatch& e) {  // "--lr: 1 required V missing"
-    const std::string what = e.what();
-    inputError(what.substr(0, what.find(':')), ": missing value");
-  } catch (const CLI::ParseError& e) {
-    inputError(e.what());
-  }
-  for (const std::string& extra : app.remaining()) {
-    if (extra.rfind("--", 0) == 0 && extra.size() > 2) {
-      inputError("unknown flag ", extra.substr(0, extra.find('=')), " (see --help)");
-    }
-    inputError("unexpected argument '", extra, "' (flags start with --; see --help)");
   }
   for (auto& [flag, opt] : options) {
     if (opt->count() == 0) continue;
-    TL_REQUIRE(opt->count() == 1, "--", flag->name, ": given more than once");
     const std::string value = opt->results().empty() ? "" : opt->results().front();
     if (flag->isSwitch) {
       TL_REQUIRE(value.empty() || value == "true", "--", flag->name, ": takes no value, got '", value, "'");

@@ -12,7 +12,7 @@
 #include "common/check.h"
 #include "common/signals.h"
 #include "dataload/tuning/coordinator_server.h"
-#include "launcher/flags.h"
+#include "launcher/cli/cli.h"
 
 namespace {
 
@@ -32,24 +32,23 @@ void installStopSignals() {
 int run(int argc, char** argv) {
   tl::tuning::CoordinatorOptions options;
   options.runDir = tl::tuning::defaultRunDir();
-  tl::launcher::FlagSet flags(
+  auto app = tl::cli::makeApp(
       kProgram,
       "Splits this node's CPU cores among the loader-worker pools of the training jobs on it,\n"
       "so that their summed throughput is as high as their fitted models predict. Jobs talk to\n"
       "it over <run-dir>/coordinator.sock; decisions are logged to <run-dir>/coordinator.log.");
-  flags.addString("run-dir", &options.runDir, "directory of the socket, locks and log");
-  flags.addInt("loader-cores", &options.balancer.loaderCores,
-               "loader cores to split; 0: hardware cores minus the jobs' compute threads", 0);
-  flags.addDouble("idle-exit-seconds", &options.idleExitSeconds,
-                  "exit after this long without a job; 0: never", 0);
-  flags.addDouble("min-gain", &options.balancer.minGain,
-                  "move cores only when the predicted total grows by more than this share", 0, 1);
-  flags.addInt("hardware-cores", &options.balancer.hardwareCores, "cores of the node; 0: detect",
-               0);
-  if (!flags.parse(argc, argv)) {
-    std::fputs(flags.usage().c_str(), stdout);
-    return 0;
-  }
+  app->add_option("--run-dir", options.runDir, "directory of the socket, locks and log")
+      ->capture_default_str();
+  tl::cli::addInt(*app, "--loader-cores", &options.balancer.loaderCores,
+                  "loader cores to split; 0: hardware cores minus the jobs' compute threads", 0);
+  tl::cli::addDouble(*app, "--idle-exit-seconds", &options.idleExitSeconds,
+                     "exit after this long without a job; 0: never", 0);
+  tl::cli::addDouble(*app, "--min-gain", &options.balancer.minGain,
+                     "move cores only when the predicted total grows by more than this share", 0,
+                     1);
+  tl::cli::addInt(*app, "--hardware-cores", &options.balancer.hardwareCores,
+                  "cores of the node; 0: detect", 0);
+  if (!tl::cli::parse(*app, argc, argv)) return tl::cli::kExitOk;
   tl::tuning::CoordinatorServer server(options);
   gServer = &server;
   installStopSignals();
@@ -61,17 +60,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const tl::InputError& e) {
-    // FlagSet's messages may already start with the program name.
-    std::string message = e.what();
-    const std::string prefix = std::string(kProgram) + ": ";
-    if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
-    std::fprintf(stderr, "%s: %s\n", kProgram, message.c_str());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: internal error: %s\n", kProgram, e.what());
-    return 1;
-  }
+  return tl::cli::run(kProgram, [&] { return run(argc, argv); });
 }

@@ -3,7 +3,6 @@
 // and summarises it. Bad input: one message, exit status 2.
 #include <charconv>
 #include <cstdio>
-#include <exception>
 #include <map>
 #include <string>
 #include <vector>
@@ -12,8 +11,11 @@
 #include "dataload/dataset.h"
 #include "dataload/synthetic.h"
 #include "dataload/synthetic_jpeg.h"
+#include "launcher/cli/cli.h"
 
 namespace {
+
+constexpr const char* kProgram = "tl-data";
 
 constexpr const char* kUsage = R"(tl-data: dataset tools for tl.
 
@@ -51,41 +53,28 @@ Usage:
 Exit status: 0 on success, 2 for bad input (flags, files), 1 for an internal error.
 )";
 
-// Flags of one command: "--name value" or "--name=value", each at most once.
-std::map<std::string, std::string> parseFlags(const std::string& command,
-                                              const std::vector<std::string>& args,
-                                              const std::vector<std::string>& known) {
-  std::map<std::string, std::string> flags;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    TL_REQUIRE(arg.rfind("--", 0) == 0, "unexpected argument '", arg, "' for 'tl-data ", command,
-               "' (see tl-data ", command, " --help)");
-    std::string name = arg.substr(2), value;
-    const size_t equals = name.find('=');
-    if (equals != std::string::npos) {
-      value = name.substr(equals + 1);
-      name = name.substr(0, equals);
-    } else {
-      TL_REQUIRE(i + 1 < args.size(), "flag --", name, " needs a value");
-      value = args[++i];
-    }
-    bool isKnown = false;
-    for (const std::string& k : known) isKnown = isKnown || k == name;
-    TL_REQUIRE(isKnown, "unknown flag '--", name, "' for 'tl-data ", command, "' (see tl-data ",
-               command, " --help)");
-    TL_REQUIRE(flags.count(name) == 0, "flag --", name, " is given twice");
-    flags[name] = value;
+// One command's flags, all taken as text and checked here (numbers with their ranges), so the
+// messages name the flag and the command.
+class CommandFlags {
+ public:
+  CommandFlags(CLI::App& app, std::string command, const std::vector<std::string>& names)
+      : command_(std::move(command)) {
+    for (const std::string& name : names)
+      options_[name] = app.add_option("--" + name, values_[name]);
   }
-  return flags;
-}
+  bool given(const std::string& name) const { return options_.at(name)->count() > 0; }
+  const std::string& value(const std::string& name) const { return values_.at(name); }
+  const std::string& required(const std::string& name) const {
+    TL_REQUIRE(given(name), "'tl-data ", command_, "' needs --", name, " (see tl-data ", command_,
+               " --help)");
+    return value(name);
+  }
 
-const std::string& required(const std::map<std::string, std::string>& flags,
-                            const std::string& command, const std::string& name) {
-  auto it = flags.find(name);
-  TL_REQUIRE(it != flags.end(), "'tl-data ", command, "' needs --", name, " (see tl-data ",
-             command, " --help)");
-  return it->second;
-}
+ private:
+  std::string command_;
+  std::map<std::string, std::string> values_;  // a map: the options keep pointers into it
+  std::map<std::string, CLI::Option*> options_;
+};
 
 uint64_t parseNumber(const std::string& name, const std::string& text, uint64_t lo, uint64_t hi) {
   uint64_t value = 0;
@@ -96,16 +85,17 @@ uint64_t parseNumber(const std::string& name, const std::string& text, uint64_t 
   return value;
 }
 
-int runSynth(const std::vector<std::string>& args) {
-  auto flags = parseFlags("synth", args, {"out", "train", "test", "seed", "classes"});
+int runSynth(const CommandFlags& flags) {
   const uint64_t maxImages = uint64_t(tl::data::kMaxSyntheticImagesPerSplit);
   tl::data::SyntheticOptions options;
-  const std::string& out = required(flags, "synth", "out");
+  const std::string& out = flags.required("out");
   TL_REQUIRE(!out.empty(), "--out needs a directory, got an empty string");
-  options.trainImages = int64_t(parseNumber("train", required(flags, "synth", "train"), 1, maxImages));
-  options.testImages = int64_t(parseNumber("test", required(flags, "synth", "test"), 1, maxImages));
-  if (flags.count("seed")) options.seed = parseNumber("seed", flags["seed"], 0, UINT64_MAX);
-  if (flags.count("classes")) options.classes = int(parseNumber("classes", flags["classes"], 2, 10));
+  options.trainImages = int64_t(parseNumber("train", flags.required("train"), 1, maxImages));
+  options.testImages = int64_t(parseNumber("test", flags.required("test"), 1, maxImages));
+  if (flags.given("seed")) options.seed = parseNumber("seed", flags.value("seed"), 0, UINT64_MAX);
+  if (flags.given("classes")) {
+    options.classes = int(parseNumber("classes", flags.value("classes"), 2, 10));
+  }
   tl::data::writeSyntheticCifar10(options, out);
   std::printf("wrote %lld training images (data_batch_1..5.bin), %lld test images "
               "(test_batch.bin) and batches.meta.txt, %d classes, seed %llu, to %s\n",
@@ -114,20 +104,16 @@ int runSynth(const std::vector<std::string>& args) {
   return 0;
 }
 
-int runJpegSynth(const std::vector<std::string>& args) {
-  const std::string command = "jpeg-synth";
-  auto flags = parseFlags(command, args, {"out", "classes", "train", "val", "min-size", "max-size",
-                                          "seed", "quality"});
+int runJpegSynth(const CommandFlags& flags) {
   const uint64_t maxImages = uint64_t(tl::data::kMaxSyntheticJpegsPerSplit);
   tl::data::SyntheticJpegOptions options;
-  const std::string& out = required(flags, command, "out");
+  const std::string& out = flags.required("out");
   TL_REQUIRE(!out.empty(), "--out needs a directory, got an empty string");
-  options.classes = int(parseNumber("classes", required(flags, command, "classes"), 2, 1000));
-  options.trainImages =
-      int64_t(parseNumber("train", required(flags, command, "train"), 1, maxImages));
-  options.valImages = int64_t(parseNumber("val", required(flags, command, "val"), 1, maxImages));
+  options.classes = int(parseNumber("classes", flags.required("classes"), 2, 1000));
+  options.trainImages = int64_t(parseNumber("train", flags.required("train"), 1, maxImages));
+  options.valImages = int64_t(parseNumber("val", flags.required("val"), 1, maxImages));
   auto optional = [&](const std::string& name, uint64_t lo, uint64_t hi, uint64_t fallback) {
-    return flags.count(name) ? parseNumber(name, flags[name], lo, hi) : fallback;
+    return flags.given(name) ? parseNumber(name, flags.value(name), lo, hi) : fallback;
   };
   options.minSide = int(optional("min-size", 8, 4096, uint64_t(options.minSide)));
   options.maxSide = int(optional("max-size", 8, 4096, uint64_t(options.maxSide)));
@@ -142,10 +128,9 @@ int runJpegSynth(const std::vector<std::string>& args) {
   return 0;
 }
 
-int runInfo(const std::vector<std::string>& args) {
-  auto flags = parseFlags("info", args, {"kind", "dir"});
-  const std::string& kind = required(flags, "info", "kind");
-  const std::string& dir = required(flags, "info", "dir");
+int runInfo(const CommandFlags& flags) {
+  const std::string& kind = flags.required("kind");
+  const std::string& dir = flags.required("dir");
   for (auto split : {tl::data::Split::Train, tl::data::Split::Test}) {
     auto dataset = tl::data::openDataset(kind, dir, split);
     const auto shape = dataset->imageShape();
@@ -162,34 +147,30 @@ int runInfo(const std::vector<std::string>& args) {
   return 0;
 }
 
-bool wantsHelp(const std::vector<std::string>& args) {
-  for (const std::string& arg : args) {
-    if (arg == "--help" || arg == "-h") return true;
+int runDataTool(int argc, char** argv) {
+  auto app = tl::cli::makeApp(kProgram, "");
+  tl::cli::useHelpText(*app, kUsage);
+  CLI::App* synth = app->add_subcommand("synth");
+  CLI::App* jpegSynth = app->add_subcommand("jpeg-synth");
+  CLI::App* info = app->add_subcommand("info");
+  const CommandFlags synthFlags(*synth, "synth", {"out", "train", "test", "seed", "classes"});
+  const CommandFlags jpegFlags(
+      *jpegSynth, "jpeg-synth",
+      {"out", "classes", "train", "val", "min-size", "max-size", "seed", "quality"});
+  const CommandFlags infoFlags(*info, "info", {"kind", "dir"});
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return tl::cli::kExitBadInput;
   }
-  return false;
+  if (!tl::cli::parse(*app, argc, argv)) return tl::cli::kExitOk;
+  if (synth->parsed()) return runSynth(synthFlags);
+  if (jpegSynth->parsed()) return runJpegSynth(jpegFlags);
+  if (info->parsed()) return runInfo(infoFlags);
+  tl::inputError("no command (commands: synth, jpeg-synth, info; see tl-data --help)");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  try {
-    if (args.empty() || wantsHelp(args)) {
-      std::fputs(kUsage, args.empty() ? stderr : stdout);
-      return args.empty() ? 2 : 0;
-    }
-    const std::string command = args.front();
-    const std::vector<std::string> rest(args.begin() + 1, args.end());
-    if (command == "synth") return runSynth(rest);
-    if (command == "jpeg-synth") return runJpegSynth(rest);
-    if (command == "info") return runInfo(rest);
-    tl::inputError("unknown command '", command,
-                   "' (commands: synth, jpeg-synth, info; see tl-data --help)");
-  } catch (const tl::InputError& e) {
-    std::fprintf(stderr, "tl-data: error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tl-data: internal error: %s\n", e.what());
-    return 1;
-  }
+  return tl::cli::run(kProgram, [&] { return runDataTool(argc, argv); });
 }

@@ -11,7 +11,10 @@ PACKAGES=(
   libboost-fiber-dev libboost-context-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev googletest
-  zlib1g-dev libjpeg62-turbo-dev libpng-dev
+  zlib1g-dev libjpeg62-turbo-dev
+  libcli11-dev                       # command lines of tl-submit, tl-profile, tl-coordinator, tl-data
+  libssl-dev                         # libcrypto: SHA-256, HMAC
+  libcairo2-dev                      # tl-profile's PNG plots
   dataset-fashion-mnist              # real Fashion-MNIST under /usr/share/datasets/fashion-mnist
   python3 python3-torch              # only for tests that check files against PyTorch itself
 )

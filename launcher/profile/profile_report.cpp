@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
-#include "launcher/profile/png_writer.h"
 #include "launcher/profile/throughput_plot.h"
 
 namespace tl::profile {
@@ -116,7 +115,7 @@ void writeProfileFiles(const ProfileResult& r, const std::string& dir) {
     if (sweptZero) plot.modelAtZero = r.fit.jobRate(0);
   }
   plot.recommended = r.recommended;
-  writePng(drawThroughputPlot(plot), joinPath(dir, "profile.png"));
+  writeThroughputPng(plot, joinPath(dir, "profile.png"));
 }
 
 }  // namespace tl::profile

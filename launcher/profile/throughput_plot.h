@@ -1,10 +1,11 @@
 // tl-profile's picture: measured images/s against loader workers (dots), the fitted model
-// (a line), and the recommended worker count (a dashed line).
+// (a line), and the recommended worker count (a dashed line), drawn with cairo (anti-aliased,
+// a sans-serif font) and encoded as PNG.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <vector>
-
-#include "launcher/profile/canvas.h"
 
 namespace tl::profile {
 
@@ -19,7 +20,20 @@ struct ThroughputPlot {
   int recommended = -1;          // -1: none
 };
 
-Canvas drawThroughputPlot(const ThroughputPlot& plot, int width = 800, int height = 500);
+// The colours of the series (the inside of a dot or line is exactly this colour; its edges are
+// blended with what lies under them).
+struct PlotColour {
+  uint8_t r, g, b;
+};
+constexpr PlotColour kMeasuredColour{214, 80, 30};
+constexpr PlotColour kModelColour{40, 90, 200};
+constexpr PlotColour kRecommendedColour{40, 150, 60};
+
+// The plot as PNG file bytes (8-bit RGB(A), width x height pixels).
+std::string renderThroughputPng(const ThroughputPlot& plot, int width = 800, int height = 500);
+// Writes it atomically; InputError naming the path when it cannot.
+void writeThroughputPng(const ThroughputPlot& plot, const std::string& path, int width = 800,
+                        int height = 500);
 
 // Axis ticks: a step of 1, 2 or 5 times a power of ten giving at most `maxTicks` intervals
 // over [0, top].

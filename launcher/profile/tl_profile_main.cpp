@@ -5,10 +5,9 @@
 #include <set>
 #include <sstream>
 
-#include "common/tool_main.h"
 #include "common/check.h"
 #include "common/files.h"
-#include "launcher/flags.h"
+#include "launcher/cli/cli.h"
 #include "launcher/profile/burst.h"
 #include "launcher/profile/profile_report.h"
 #include "launcher/submit/child_process.h"
@@ -37,13 +36,6 @@ constexpr const char* kSummary =
     "DIR/profile.json and DIR/profile.png (throughput against workers: measured points, model\n"
     "curve, recommendation).";
 
-std::vector<std::string> splitBlanks(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> out;
-  for (std::string word; in >> word;) out.push_back(word);
-  return out;
-}
-
 void checkJobFlags(const std::vector<std::string>& jobFlags) {
   TL_REQUIRE(!jobFlags.empty(),
              "no job: give its tl-launch flags after --, e.g. -- --model cnn --batch 64");
@@ -69,32 +61,32 @@ int runProfile(int argc, char** argv) {
   std::string sweepText = "0,1,2,4", out, mpiArgs;
   double tolerance = 0.02;
 
-  launcher::FlagSet f(kProgram, kSummary);
-  f.addString("workers-sweep", &sweepText, "loader worker counts to try, comma-separated");
-  f.addInt("max-iterations", &spec.steps, "training steps per burst", 1, 1 << 20);
-  f.addInt("warmup-steps", &spec.warmupSteps,
-           "first steps of a burst left out of its rate (0: none)", 0);
-  f.addString("out", &out, "folder for the bursts and profile.csv/json/png (required)");
-  f.addInt("processes", &spec.processes, "mpirun -np", 1, 4096);
-  f.addString("cpus", &spec.cpus, "run each burst under `taskset -c CPUS` (e.g. 0-1): a CPU limit");
-  f.addDouble("tolerance", &tolerance, "recommend the smallest w within this share of the best", 0,
-              1);
-  f.addString("mpirun", &spec.mpirun.mpirun, "mpirun to use");
-  f.addString("tl-launch", &spec.mpirun.tlLaunch, "tl-launch to run");
-  f.addBool("oversubscribe", &spec.mpirun.oversubscribe,
-            "pass --oversubscribe (more processes than cores)");
-  f.addString("bind-to", &spec.mpirun.bindTo,
-              "mpirun --bind-to; none lets loader threads use every allowed core (empty: mpirun's "
-              "default)");
-  f.addString("mpi-args", &mpiArgs, "more mpirun arguments, blank-separated");
-  if (!f.parse(args)) {
-    std::fputs(f.usage().c_str(), stdout);
-    return 0;
-  }
+  auto app = cli::makeApp(kProgram, kSummary);
+  app->add_option("--workers-sweep", sweepText, "loader worker counts to try, comma-separated")
+      ->capture_default_str();
+  cli::addInt(*app, "--max-iterations", &spec.steps, "training steps per burst", 1, 1 << 20);
+  cli::addInt(*app, "--warmup-steps", &spec.warmupSteps,
+              "first steps of a burst left out of its rate (0: none)", 0);
+  app->add_option("--out", out, "folder for the bursts and profile.csv/json/png (required)");
+  cli::addInt(*app, "--processes", &spec.processes, "mpirun -np", 1, 4096);
+  app->add_option("--cpus", spec.cpus,
+                  "run each burst under `taskset -c CPUS` (e.g. 0-1): a CPU limit");
+  cli::addDouble(*app, "--tolerance", &tolerance,
+                 "recommend the smallest w within this share of the best", 0, 1);
+  app->add_option("--mpirun", spec.mpirun.mpirun, "mpirun to use")->capture_default_str();
+  app->add_option("--tl-launch", spec.mpirun.tlLaunch, "tl-launch to run")->capture_default_str();
+  app->add_flag("--oversubscribe", spec.mpirun.oversubscribe,
+                "pass --oversubscribe (more processes than cores)");
+  app->add_option("--bind-to", spec.mpirun.bindTo,
+                  "mpirun --bind-to; none lets loader threads use every allowed core (empty: "
+                  "mpirun's default)")
+      ->capture_default_str();
+  app->add_option("--mpi-args", mpiArgs, "more mpirun arguments, blank-separated");
+  if (!cli::parse(*app, args)) return cli::kExitOk;
   TL_REQUIRE(!out.empty(), "--out: required (the folder for the bursts and the profile)");
   TL_REQUIRE(spec.warmupSteps < spec.steps, "--warmup-steps (", spec.warmupSteps,
              ") must be below --max-iterations (", spec.steps, ")");
-  std::vector<int64_t> listed = launcher::parseIntList(sweepText, "--workers-sweep");
+  std::vector<int64_t> listed = cli::parseIntList(sweepText, "--workers-sweep");
   std::set<int> sweep;
   for (int64_t w : listed) {
     TL_REQUIRE(w >= 0 && w <= 256, "--workers-sweep: worker counts must be between 0 and 256, got ",
@@ -104,7 +96,7 @@ int runProfile(int argc, char** argv) {
   checkJobFlags(jobFlags);
   TL_REQUIRE(fileExists(spec.mpirun.tlLaunch), "tl-launch not found at '", spec.mpirun.tlLaunch,
              "' (use --tl-launch)");
-  spec.mpirun.extraMpiArgs = splitBlanks(mpiArgs);
+  spec.mpirun.extraMpiArgs = cli::splitBlanks(mpiArgs);
   spec.jobFlags = jobFlags;
   ensureWritableDir(out);
 
@@ -121,7 +113,7 @@ int runProfile(int argc, char** argv) {
       std::printf("%s: burst w=%d failed: %s\n", kProgram, w, bursts.back().note.c_str());
     if (submit::interruptsReceived() > 0) {
       std::fprintf(stderr, "%s: interrupted; no profile written\n", kProgram);
-      return 130;
+      return cli::kExitInterrupted;
     }
   }
   profile::ProfileResult result = profile::analyseSweep(bursts, tolerance);
@@ -129,11 +121,11 @@ int runProfile(int argc, char** argv) {
   std::printf("\n%s", profile::profileTable(result).c_str());
   std::printf("wrote %s, %s, %s\n", joinPath(out, "profile.csv").c_str(),
               joinPath(out, "profile.json").c_str(), joinPath(out, "profile.png").c_str());
-  return result.recommended >= 0 ? 0 : 1;
+  return result.recommended >= 0 ? cli::kExitOk : cli::kExitFailure;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  return tl::runTool(kProgram, [&] { return runProfile(argc, argv); });
+  return tl::cli::run(kProgram, [&] { return runProfile(argc, argv); });
 }

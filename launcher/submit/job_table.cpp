@@ -13,7 +13,7 @@
 #include "common/files.h"
 #include "dataload/dataset.h"
 #include "launcher/submit/csv.h"
-#include "runtime/models/model.h"
+#include "runtime/models/model_names.h"
 
 namespace tl::submit {
 namespace {
@@ -86,7 +86,7 @@ std::string joined(const std::vector<std::string>& list) {
 // arch + depth -> tl-launch's --model and --depth. "resnet" needs a depth; "resnet20" (a name
 // tl-launch does not know) is read as resnet with depth 20.
 void setModel(SubmitJob& job, const std::string& arch, const std::string& depthText) {
-  const auto models = models::modelNames();
+  const auto models = models::knownModelNames();
   long long depth = depthText.empty() ? 0 : intField("depth", depthText, 0, 10000);
   if (arch.empty()) rowError("arch", "must not be empty (one of " + joined(models) + ")");
   std::string model = arch;

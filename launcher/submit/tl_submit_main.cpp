@@ -3,11 +3,10 @@
 #include <filesystem>
 #include <sstream>
 
-#include "common/tool_main.h"
 #include "common/check.h"
 #include "common/files.h"
 #include "dataload/tuning/unix_socket.h"
-#include "launcher/flags.h"
+#include "launcher/cli/cli.h"
 #include "launcher/submit/child_process.h"
 #include "launcher/submit/coordinator_hook.h"
 #include "launcher/submit/dispatcher.h"
@@ -22,7 +21,7 @@ constexpr const char* kSummary =
     "Runs the jobs of a CSV table (one row each) as `mpirun -np P tl-launch ...`, one\n"
     "after another or all at once (--background), and reports start, end, completion time,\n"
     "images/s, final loss and exit status of each.\n"
-    "Run as: tl-submit JOBS.csv [flags]  (or --jobs JOBS.csv)\n"
+    "Run as: tl-submit JOBS.csv [flags]  (or --jobs JOBS.csv; flags may also come first)\n"
     "\n"
     "Required columns: arch,depth,batch,workers,output_folder,port,submit_interval,\n"
     "                  cuda_device\n"
@@ -47,22 +46,10 @@ constexpr const char* kSummary =
     "and the running ones get SIGINT. Exit status: 0 all jobs succeeded, 1 some failed,\n"
     "130 interrupted.";
 
-std::vector<std::string> splitBlanks(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> out;
-  for (std::string word; in >> word;) out.push_back(word);
-  return out;
-}
-
 int runSubmit(int argc, char** argv) {
   using namespace tl;
   using namespace tl::submit;
-  std::vector<std::string> args(argv + 1, argv + argc);
   std::string jobsPath;
-  if (!args.empty() && args[0].rfind("-", 0) != 0) {
-    jobsPath = args[0];
-    args.erase(args.begin());
-  }
   MpirunOptions mpi = defaultMpirunOptions();
   std::string report = joinPath(std::filesystem::current_path().string(), "submit_report.csv");
   std::string mpiArgs;
@@ -70,31 +57,34 @@ int runSubmit(int argc, char** argv) {
   CoordinatorSettings coordinator{tl::tuning::defaultRunDir(),
                                   joinPath(executableDir(), "tl-coordinator")};
 
-  tl::launcher::FlagSet f(kProgram, kSummary);
-  f.addString("jobs", &jobsPath, "the job table (CSV); may also be the first argument");
-  f.addBool("background", &background, "start jobs without waiting for earlier ones to end");
-  f.addString("report", &report, "where the report CSV goes");
-  f.addString("mpirun", &mpi.mpirun, "mpirun to use");
-  f.addString("tl-launch", &mpi.tlLaunch, "tl-launch to run");
-  f.addBool("oversubscribe", &mpi.oversubscribe,
-            "pass --oversubscribe (more processes than cores)");
-  f.addString("bind-to", &mpi.bindTo,
-              "mpirun --bind-to; none lets a rank's loader threads use every core (empty: mpirun's "
-              "default)");
-  f.addInt("port-range", &mpi.portRange, "TCP ports per job, from its port column", 1, 10000);
-  f.addString("mpi-args", &mpiArgs, "more mpirun arguments, blank-separated");
-  f.addString("coordinator", &coordinator.binary, "node coordinator started for workers=auto jobs");
-  f.addString("coordinator-dir", &coordinator.runDir,
-              "the node coordinator's run folder (also given to workers=auto jobs)");
-  f.addBool("dry-run", &dryRun, "check the table and print the commands; run nothing");
-  if (!f.parse(args)) {
-    std::fputs(f.usage().c_str(), stdout);
-    return 0;
-  }
+  auto app = cli::makeApp(kProgram, kSummary);
+  app->add_option("jobs,--jobs", jobsPath, "the job table (CSV); may also be the first argument");
+  app->add_flag("--background", background, "start jobs without waiting for earlier ones to end");
+  app->add_option("--report", report, "where the report CSV goes")->capture_default_str();
+  app->add_option("--mpirun", mpi.mpirun, "mpirun to use")->capture_default_str();
+  app->add_option("--tl-launch", mpi.tlLaunch, "tl-launch to run")->capture_default_str();
+  app->add_flag("--oversubscribe", mpi.oversubscribe,
+                "pass --oversubscribe (more processes than cores)");
+  app->add_option("--bind-to", mpi.bindTo,
+                  "mpirun --bind-to; none lets a rank's loader threads use every core (empty: "
+                  "mpirun's default)")
+      ->capture_default_str();
+  cli::addInt(*app, "--port-range", &mpi.portRange, "TCP ports per job, from its port column", 1,
+              10000);
+  app->add_option("--mpi-args", mpiArgs, "more mpirun arguments, blank-separated");
+  app->add_option("--coordinator", coordinator.binary,
+                  "node coordinator started for workers=auto jobs")
+      ->capture_default_str();
+  CLI::Option* coordinatorDir =
+      app->add_option("--coordinator-dir", coordinator.runDir,
+                      "the node coordinator's run folder (also given to workers=auto jobs)")
+          ->capture_default_str();
+  app->add_flag("--dry-run", dryRun, "check the table and print the commands; run nothing");
+  if (!cli::parse(*app, argc, argv)) return cli::kExitOk;
   TL_REQUIRE(!jobsPath.empty(),
              "no job table: give JOBS.csv as the first argument or --jobs (see --help)");
-  mpi.extraMpiArgs = splitBlanks(mpiArgs);
-  if (f.given("coordinator-dir")) mpi.autoWorkersFlags = {"--coordinator-dir", coordinator.runDir};
+  mpi.extraMpiArgs = cli::splitBlanks(mpiArgs);
+  if (coordinatorDir->count() > 0) mpi.autoWorkersFlags = {"--coordinator-dir", coordinator.runDir};
 
   JobTableOptions tableOptions;
   tableOptions.portRange = mpi.portRange;
@@ -104,7 +94,7 @@ int runSubmit(int argc, char** argv) {
     for (const auto& e : table.errors) std::fprintf(stderr, "%s: error: %s\n", kProgram, e.c_str());
     std::fprintf(stderr, "%s: %zu problem(s) in %s; nothing was started\n", kProgram,
                  table.errors.size(), jobsPath.c_str());
-    return 2;
+    return cli::kExitBadInput;
   }
   if (!dryRun) {
     TL_REQUIRE(tl::fileExists(mpi.tlLaunch), "tl-launch not found at '", mpi.tlLaunch,
@@ -127,9 +117,9 @@ int runSubmit(int argc, char** argv) {
   std::printf("\n%s", reportTable(table.jobs, outcomes).c_str());
   std::printf("report: %s\n", report.c_str());
   std::fflush(stdout);
-  if (interruptsReceived() > 0) return 130;
+  if (interruptsReceived() > 0) return cli::kExitInterrupted;
   for (const auto& o : outcomes) {
-    if (o.exitCode != 0) return 1;
+    if (o.exitCode != 0) return cli::kExitFailure;
   }
   return 0;
 }
@@ -137,5 +127,5 @@ int runSubmit(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return tl::runTool(kProgram, [&] { return runSubmit(argc, argv); });
+  return tl::cli::run(kProgram, [&] { return runSubmit(argc, argv); });
 }

@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "runtime/models/architectures.h"
 #include "runtime/models/model.h"
+#include "runtime/models/model_names.h"
 
 namespace tl::models {
 namespace {
@@ -51,6 +52,11 @@ void validateDepth(const ModelConfig& config) {
 std::vector<std::string> modelNames() {
   std::vector<std::string> names;
   for (const auto& entry : architectures()) names.push_back(entry.first);
+  // Tools without libtorch check job tables against model_names.h: keep both lists in step.
+  TL_CHECK(names == knownModelNames(),
+           "runtime/models/model_names.h does not list the "
+           "architectures of registry.cpp: ",
+           joined(knownModelNames()), " vs ", joined(names));
   return names;
 }
 

@@ -140,7 +140,7 @@ TEST_F(LaunchE2E, BadInputFailsFastWithOneClearMessageOnEveryRank) {
       {"missing data", "--data-dir " + work + "/nowhere", work + "/nowhere"},
       {"truncated file", "--data-dir " + truncated, "data_batch_2.bin"},
       {"unknown model", "--model vgg19", "--model: unknown value 'vgg19'"},
-      {"unknown flag", "--frobnicate 3", "unknown flag --frobnicate"},
+      {"unknown flag", "--frobnicate 3", "unknown flag '--frobnicate'"},
       {"cuda without gpu", "--device cuda", "--device cuda: no CUDA device"},
       {"batch zero", "--batch 0", "--batch: must be at least 1"},
       {"impossible placement", "--logical-workers 4 --placement 3,2", "places 5 logical workers but the job has 4"},

@@ -1,7 +1,7 @@
-// Test support: decode a PNG file with libpng and describe its pixels.
+// Test support: decode a PNG file with cairo and describe its pixels.
 #pragma once
 
-#include <png.h>
+#include <cairo.h>
 
 #include <cstdint>
 #include <cstring>
@@ -15,7 +15,7 @@ struct DecodedPng {
   bool ok = false;
   std::string error;
   int width = 0, height = 0;
-  std::vector<uint8_t> rgb;
+  std::vector<uint8_t> rgb;  // row-major, 3 bytes a pixel
 
   int distinctColours() const {
     std::set<uint32_t> colours;
@@ -30,6 +30,26 @@ struct DecodedPng {
       ink += !(rgb[i] == 255 && rgb[i + 1] == 255 && rgb[i + 2] == 255);
     return rgb.empty() ? 0 : double(ink) / double(rgb.size() / 3);
   }
+  // Pixels of exactly this colour.
+  size_t count(uint8_t r, uint8_t g, uint8_t b) const {
+    size_t n = 0;
+    for (size_t i = 0; i + 2 < rgb.size(); i += 3)
+      n += rgb[i] == r && rgb[i + 1] == g && rgb[i + 2] == b;
+    return n;
+  }
+  // Columns holding at least `minPixels` pixels of this colour.
+  std::vector<int> columnsWith(uint8_t r, uint8_t g, uint8_t b, int minPixels) const {
+    std::vector<int> columns;
+    for (int x = 0; x < width; ++x) {
+      int n = 0;
+      for (int y = 0; y < height; ++y) {
+        const size_t i = 3 * (size_t(y) * size_t(width) + size_t(x));
+        n += rgb[i] == r && rgb[i + 1] == g && rgb[i + 2] == b;
+      }
+      if (n >= minPixels) columns.push_back(x);
+    }
+    return columns;
+  }
 };
 
 inline bool hasPngSignature(const std::string& bytes) {
@@ -38,23 +58,34 @@ inline bool hasPngSignature(const std::string& bytes) {
 
 inline DecodedPng decodePng(const std::string& path) {
   DecodedPng out;
-  png_image image;
-  std::memset(&image, 0, sizeof image);
-  image.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_file(&image, path.c_str())) {
-    out.error = image.message;
+  cairo_surface_t* image = cairo_image_surface_create_from_png(path.c_str());
+  if (cairo_surface_status(image) != CAIRO_STATUS_SUCCESS) {
+    out.error = cairo_status_to_string(cairo_surface_status(image));
+    cairo_surface_destroy(image);
     return out;
   }
-  image.format = PNG_FORMAT_RGB;
-  out.rgb.resize(PNG_IMAGE_SIZE(image));
-  if (!png_image_finish_read(&image, nullptr, out.rgb.data(), 0, nullptr)) {
-    out.error = image.message;
-    png_image_free(&image);
+  const cairo_format_t format = cairo_image_surface_get_format(image);
+  if (format != CAIRO_FORMAT_RGB24 && format != CAIRO_FORMAT_ARGB32) {
+    out.error = "unexpected pixel format " + std::to_string(int(format));
+    cairo_surface_destroy(image);
     return out;
   }
+  out.width = cairo_image_surface_get_width(image);
+  out.height = cairo_image_surface_get_height(image);
+  const int stride = cairo_image_surface_get_stride(image);
+  const unsigned char* data = cairo_image_surface_get_data(image);
+  out.rgb.reserve(size_t(out.width) * size_t(out.height) * 3);
+  for (int y = 0; y < out.height; ++y) {
+    for (int x = 0; x < out.width; ++x) {
+      uint32_t pixel;  // native-endian 0xAARRGGBB, premultiplied (the plot is opaque)
+      std::memcpy(&pixel, data + size_t(y) * size_t(stride) + 4 * size_t(x), 4);
+      out.rgb.push_back(uint8_t(pixel >> 16));
+      out.rgb.push_back(uint8_t(pixel >> 8));
+      out.rgb.push_back(uint8_t(pixel));
+    }
+  }
+  cairo_surface_destroy(image);
   out.ok = true;
-  out.width = int(image.width);
-  out.height = int(image.height);
   return out;
 }
 

@@ -1,11 +1,12 @@
-// tl-profile's picture: the rasteriser, the bitmap font, and a PNG that libpng decodes back.
+// tl-profile's picture: drawn with cairo, decoded back from the PNG file, and checked for what a
+// reader needs to see: axes, the measured points, the model curve and the recommendation in
+// their colours, anti-aliased edges.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
-#include "launcher/profile/bitmap_font.h"
-#include "launcher/profile/canvas.h"
-#include "launcher/profile/png_writer.h"
+#include "common/check.h"
 #include "launcher/profile/throughput_plot.h"
 #include "tests/profile/png_check.h"
 #include "tests/support/run_command.h"
@@ -14,40 +15,8 @@ namespace {
 
 using namespace tl::profile;
 
-const Rgb kWhite{255, 255, 255}, kRed{255, 0, 0};
-
-TEST(Canvas, LinesCirclesAndClipping) {
-  Canvas c(20, 10, kWhite);
-  c.line(0, 5, 19, 5, kRed);
-  for (int x = 0; x < 20; ++x) EXPECT_EQ(c.at(x, 5), kRed) << x;
-  EXPECT_EQ(c.at(0, 4), kWhite);
-  c.line(-50, -50, 100, 100, kRed, 3);  // far outside: clipped, no crash
-  c.fillCircle(10, 2, 1.5, kRed);
-  EXPECT_EQ(c.at(10, 2), kRed);
-  EXPECT_EQ(c.at(10, 0), kWhite) << "radius 1.5 does not reach 2 pixels up";
-  Canvas dashed(20, 3, kWhite);
-  dashed.line(0, 1, 19, 1, kRed, 1, 4);
-  EXPECT_EQ(dashed.at(0, 1), kRed);
-  EXPECT_EQ(dashed.at(5, 1), kWhite);
-  EXPECT_EQ(dashed.at(8, 1), kRed);
-}
-
-TEST(Canvas, TextUsesTheBitmapFont) {
-  Canvas c(40, 20, kWhite);
-  c.text(1, 1, "1", kRed, 2);
-  const Glyph& one = glyphFor('1');
-  for (int row = 0; row < kGlyphHeight; ++row) {
-    for (int col = 0; col < kGlyphWidth; ++col) {
-      bool on = one[size_t(row)] & (0x10 >> col);
-      EXPECT_EQ(c.at(1 + 2 * col, 1 + 2 * row), on ? kRed : kWhite) << row << "," << col;
-    }
-  }
-  EXPECT_EQ(&glyphFor('a'), &glyphFor('A')) << "lower case is drawn as upper case";
-  EXPECT_EQ(Canvas::textWidth("ab", 2), 22);
-  Canvas up(20, 40, kWhite);
-  up.textUp(2, 30, "I", kRed, 1);  // 'I': top row 0x0E -> columns 1..3 of row 0
-  EXPECT_EQ(up.at(2, 30 - 1), kRed);
-  EXPECT_EQ(up.at(2, 30 - 0), kWhite);
+size_t pixelsOf(const tl::testing::DecodedPng& png, PlotColour c) {
+  return png.count(c.r, c.g, c.b);
 }
 
 TEST(Plot, NiceTickSteps) {
@@ -56,7 +25,7 @@ TEST(Plot, NiceTickSteps) {
   EXPECT_DOUBLE_EQ(niceTickStep(0.3, 6), 0.05);
 }
 
-TEST(Plot, PngDecodesBackWithAxesPointsAndCurve) {
+ThroughputPlot examplePlot() {
   ThroughputPlot plot;
   plot.measured = {{0, 80}, {1, 120}, {2, 210}, {4, 250}};
   for (int i = 0; i <= 30; ++i) {
@@ -65,19 +34,63 @@ TEST(Plot, PngDecodesBackWithAxesPointsAndCurve) {
   }
   plot.modelAtZero = 75;
   plot.recommended = 3;
-  Canvas canvas = drawThroughputPlot(plot, 640, 400);
-  std::string bytes = encodePng(canvas);
+  return plot;
+}
+
+TEST(Plot, PngDecodesBackWithAxesPointsCurveAndRecommendation) {
+  const std::string bytes = renderThroughputPng(examplePlot(), 640, 400);
   ASSERT_TRUE(tl::testing::hasPngSignature(bytes));
   auto path = tl::testing::freshDir("profile_plot") + "/plot.png";
-  writePng(canvas, path);
+  writeThroughputPng(examplePlot(), path, 640, 400);
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(written, bytes) << "the file holds exactly the rendered PNG";
+  }
   auto png = tl::testing::decodePng(path);
   ASSERT_TRUE(png.ok) << png.error;
   EXPECT_EQ(png.width, 640);
   EXPECT_EQ(png.height, 400);
-  EXPECT_EQ(png.rgb, canvas.pixels());
-  EXPECT_GE(png.distinctColours(), 5) << "background, axes, grid, points, curve";
-  EXPECT_GT(png.inkShare(), 0.02);
+  EXPECT_GT(png.inkShare(), 0.02) << "the plot is blank";
   EXPECT_LT(png.inkShare(), 0.6);
+  EXPECT_GE(png.distinctColours(), 20) << "anti-aliased edges and text blend colours";
+  EXPECT_GT(png.count(0, 0, 0), 800u) << "black axes (two 2-pixel lines) and labels";
+
+  // Four measured dots of radius 6 (~110 pixels inside each) and the legend's dot.
+  EXPECT_GT(pixelsOf(png, kMeasuredColour), 4 * 80u);
+  // A 3-pixel model curve across three worker counts, the w = 0 square and the legend line.
+  EXPECT_GT(pixelsOf(png, kModelColour), 300u);
+  // The recommendation: a dashed 2-pixel vertical line at w = 3. The x axis spans 0..4 over
+  // pixels 105..595 (axis at 90, 15-pixel inset, right edge 610), so w = 3 is at 472.5.
+  const auto& c = kRecommendedColour;
+  const std::vector<int> columns = png.columnsWith(c.r, c.g, c.b, 60);
+  ASSERT_FALSE(columns.empty()) << "no recommendation line";
+  EXPECT_GE(columns.front(), 470);
+  EXPECT_LE(columns.back(), 476);
+}
+
+TEST(Plot, WithoutModelOrRecommendationOnlyTheMeasuredSeriesIsDrawn) {
+  ThroughputPlot plot;
+  plot.measured = {{0, 50}, {2, 90}};
+  auto path = tl::testing::freshDir("profile_plot_bare") + "/plot.png";
+  writeThroughputPng(plot, path);
+  auto png = tl::testing::decodePng(path);
+  ASSERT_TRUE(png.ok) << png.error;
+  EXPECT_EQ(png.width, 800);
+  EXPECT_EQ(png.height, 500);
+  EXPECT_GT(pixelsOf(png, kMeasuredColour), 2 * 80u);
+  EXPECT_EQ(pixelsOf(png, kModelColour), 0u);
+  EXPECT_EQ(pixelsOf(png, kRecommendedColour), 0u);
+}
+
+TEST(Plot, AnUnwritablePathIsAnInputErrorNamingIt) {
+  try {
+    writeThroughputPng(examplePlot(), "/proc/no-such-dir/plot.png");
+    ADD_FAILURE() << "no error";
+  } catch (const tl::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/proc/no-such-dir/plot.png"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

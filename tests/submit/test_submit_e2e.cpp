@@ -125,6 +125,49 @@ TEST_F(SubmitE2E, AFailingJobShowsItsStatusAndTheOthersStillRun) {
       << "the log should say why";
 }
 
+// Flags may come before or after the table: --background takes effect either way (it makes
+// overlapping port ranges an error), and errors name the program once.
+TEST_F(SubmitE2E, FlagsBeforeOrAfterTheTable) {
+  auto work = freshDir("submit_flag_order");
+  const std::string jobs = work + "/jobs.csv";
+  std::ofstream(jobs) << "arch,depth,batch,workers,output_folder,port,submit_interval,cuda_device\n"
+                         "cnn,,16,0,a,21000,0,\ncnn,,16,0,b,21010,0,\n";
+  const std::string bin = TL_SUBMIT_BIN;
+  auto run = [&](const std::string& args) { return runCommand(bin + " " + args, 60, work); };
+
+  auto oneAfterAnother = run(jobs + " --dry-run");
+  EXPECT_EQ(oneAfterAnother.exitCode, 0) << oneAfterAnother.err;
+  EXPECT_NE(oneAfterAnother.out.find("job a (line 2): "), std::string::npos) << oneAfterAnother.out;
+  const std::string overlap = "jobs run at the same time with --background";
+  for (const std::string& args :
+       {"--background --dry-run " + jobs, jobs + " --background --dry-run",
+        "--dry-run " + jobs + " --background", "--background --jobs " + jobs + " --dry-run"}) {
+    auto r = run(args);
+    EXPECT_EQ(r.exitCode, 2) << args << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(jobs + ":3: port: range 21010-21041 overlaps"), std::string::npos)
+        << args << "\n"
+        << r.err;
+    EXPECT_NE(r.err.find(overlap), std::string::npos) << args;
+  }
+
+  auto unknown = run("--colour red " + jobs);
+  EXPECT_EQ(unknown.exitCode, 2);
+  EXPECT_EQ(unknown.err, "tl-submit: error: unknown flag '--colour' (see tl-submit --help)\n");
+  auto twice = run(jobs + " --jobs " + jobs);
+  EXPECT_EQ(twice.exitCode, 2);
+  EXPECT_EQ(twice.err, "tl-submit: error: --jobs is given twice\n");
+  auto badValue = run(jobs + " --port-range 0 --dry-run");
+  EXPECT_EQ(badValue.exitCode, 2);
+  EXPECT_EQ(badValue.err, "tl-submit: error: --port-range: must be between 1 and 10000, got 0\n");
+  auto noTable = run("--background");
+  EXPECT_EQ(noTable.exitCode, 2);
+  EXPECT_NE(noTable.err.find("tl-submit: error: no job table"), std::string::npos) << noTable.err;
+  auto help = run("--help");
+  EXPECT_EQ(help.exitCode, 0);
+  EXPECT_NE(help.out.find("--background"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("Required columns"), std::string::npos) << help.out;
+}
+
 TEST_F(SubmitE2E, AMalformedTableStartsNothing) {
   auto work = freshDir("submit_bad");
   std::string jobs = table(work, {gDataDir, gDataDir}, 0);
