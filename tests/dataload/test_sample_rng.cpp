@@ -117,8 +117,10 @@ TEST(SampleRng, UniformIntCoversItsRangeEvenly) {
   EXPECT_EQ(rng.uniformInt(5, 5), 5);
   // Ranges wider than INT64_MAX, and the full 64-bit range (which is just 64 random bits).
   for (int i = 0; i < 1000; ++i) {
-    int64_t wide = rng.uniformInt(-(int64_t(1) << 62) * 3 / 2, int64_t(1) << 62);
-    ASSERT_GE(wide, -(int64_t(1) << 62) * 3 / 2);
+    // -3 * 2^61 (written so that no intermediate overflows): the range holds 5 * 2^61 values.
+    const int64_t low = -(int64_t(1) << 62) / 2 * 3;
+    int64_t wide = rng.uniformInt(low, int64_t(1) << 62);
+    ASSERT_GE(wide, low);
     ASSERT_LE(wide, int64_t(1) << 62);
   }
   SampleRng a(14, 0, 0), b(14, 0, 0);

@@ -104,7 +104,7 @@ float referenceMean(int64_t sum, int64_t n, int e) {
   int best = 0;
   Int128 bestDistance = -1;
   for (int i = 0; i < 3; ++i) {
-    Int128 d = Int128(sum) << -j0;
+    Int128 d = Int128(sum) * (Int128(1) << -j0);  // (a left shift of a negative sum is undefined)
     if (f[i] != 0) d -= f[i] * n * (Int128(1) << (k[i] + e - j0));
     if (d < 0) d = -d;
     const bool even = (f[i] & 1) == 0;
