@@ -56,4 +56,10 @@ std::unique_ptr<GradientReducer> createExactReducer(comm::Communicator& comm,
                                                     std::vector<std::string> paramNames,
                                                     int64_t bucketBytes);
 
+// The reducer for reduction mode `mode` ("exact" or "fp32"); InputError naming an unknown mode.
+// `paramNames` is used by modes that name tensors in their errors.
+std::unique_ptr<GradientReducer> createReducer(const std::string& mode, comm::Communicator& comm,
+                                               const std::vector<at::Tensor>& params,
+                                               std::vector<std::string> paramNames, int64_t bucketBytes);
+
 }  // namespace tl::reduce
