@@ -1,9 +1,6 @@
 // EstExecutor::run: the step loop, written as the consistency contract reads (docs/design.md):
 // every local EST computes its micro-batch (same data and generators as its DDP rank), the
 // reduction combines them or asks for a replay, rank 0's buffers survive, one optimizer step.
-#include <ATen/ATen.h>
-
-#include "common/check.h"
 #include "est/executor.h"
 #include "est/loader_tuning.h"
 #include "est/local_round.h"
