@@ -50,10 +50,10 @@ TEST(InMemoryCommunicator, AllreduceSumMaxMinIsExactForEveryDtype) {
   }
 }
 
-// Float addition is not associative: (1e8 + 1) - 1e8 is 0 in float32, (1e8 - 1e8) + 1 is 1. Rank
-// order gives 0 however the threads arrive, also when they run concurrently.
+// Float addition is not associative: in float32, (1e8 - 1e8) + 1 is 1 but (1 - 1e8) + 1e8 and
+// (1e8 + 1) - 1e8 are 0. Rank order gives 1 however the threads arrive, also concurrently.
 TEST(InMemoryCommunicator, SumsInRankOrderWhateverTheArrivalOrder) {
-  const float values[] = {1e8f, 1.0f, -1e8f};
+  const float values[] = {1e8f, -1e8f, 1.0f};
   for (bool serialized : {true, false}) {
     for (int attempt = 0; attempt < 10; ++attempt) {
       tl::testing::InMemoryRunOptions options;
@@ -66,7 +66,7 @@ TEST(InMemoryCommunicator, SumsInRankOrderWhateverTheArrivalOrder) {
               std::this_thread::sleep_for(std::chrono::milliseconds(2));
             at::Tensor tensor = at::full({2}, values[comm.rank()], at::kFloat);
             comm.allreduce(tensor, ReduceOp::Sum, kPatient);
-            EXPECT_TRUE(at::equal(tensor, at::zeros({2}, at::kFloat))) << describe(tensor);
+            EXPECT_TRUE(at::equal(tensor, at::ones({2}, at::kFloat))) << describe(tensor);
           },
           options);
     }
