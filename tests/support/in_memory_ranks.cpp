@@ -68,7 +68,17 @@ void runRank(const std::shared_ptr<Run>& run, int rank) {
     // wait for this rank until their timeouts.
     run->world->abort(str("rank ", rank, " stopped at a failed gtest assertion"));
   }
-  if (joined) run->world->leave(rank);
+  try {
+    if (joined) run->world->leave(rank);
+  } catch (...) {
+    // Not expected (the rank's thread holds the baton here), but an exception escaping this
+    // thread would end the whole test binary.
+    std::lock_guard<std::mutex> lock(run->mutex);
+    if (!run->firstFailure) {
+      run->firstFailure = std::current_exception();
+      run->firstFailedRank = rank;
+    }
+  }
   std::lock_guard<std::mutex> lock(run->mutex);
   run->finished[rank] = true;
   run->finishedCount += 1;

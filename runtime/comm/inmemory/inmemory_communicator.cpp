@@ -218,6 +218,7 @@ std::unique_ptr<Communicator> makeInMemoryCommunicator(std::shared_ptr<WorldStat
 }  // namespace detail
 
 std::shared_ptr<InMemoryWorld> createInMemoryWorld(int size, const InMemoryOptions& options) {
+  TL_CHECK_GE(size, 1, "an in-memory world needs at least one rank");
   return std::make_shared<InMemoryWorldImpl>(size, options);
 }
 

@@ -36,7 +36,6 @@ WorldState::WorldState(int size, const InMemoryOptions& options)
       places_(size, Place::NotJoined),
       waitingOn_(size, nullptr),
       threads_(size) {
-  TL_CHECK_GE(size, 1, "an in-memory world needs at least one rank");
   for (int r = 0; r < size; ++r) worldGroup_->worldRanks.push_back(r);
   if (options_.serialized && options_.perRankCpuGenerator) {
     generatorAtCreation_ = cpuGeneratorState();

@@ -217,6 +217,17 @@ TEST(InMemoryFailures, AbortFromOutsideFailsPendingAndLaterCallsOfEveryCommunica
   EXPECT_EQ(later[1], "in-memory world aborted: stop now");
 }
 
+TEST(InMemoryWorld, RefusesMisuseOfJoinAndLeave) {
+  EXPECT_THROW(createInMemoryWorld(0), Error);
+  auto world = createInMemoryWorld(2, {/*serialized=*/false});
+  EXPECT_THROW(world->join(2), Error);
+  std::unique_ptr<Communicator> comm = world->join(0);
+  EXPECT_THROW(world->join(0), Error);
+  EXPECT_THROW(world->leave(1), Error);  // rank 1 never joined
+  world->leave(0);
+  EXPECT_THROW(comm->barrier(kPatient), Error);  // rank 0 has left
+}
+
 // A run that hangs in a collective is ended by the harness's deadline instead of the test's.
 TEST(InMemoryHarness, DeadlineEndsAHungRun) {
   tl::testing::InMemoryRunOptions options;
