@@ -1,5 +1,6 @@
 #include "est/executor.h"
 
+#include "common/check.h"
 #include "est/executor_builder.h"
 #include "est/loader_tuning.h"
 #include "est/local_round.h"
@@ -21,5 +22,10 @@ EstExecutor::EstExecutor(JobConfig config, Placement placement, comm::Communicat
     : EstExecutor(ExecutorBuilder(std::move(config)).layout(std::move(placement), comm, deviceComm).parts()) {}
 
 EstExecutor::~EstExecutor() = default;
+
+comm::Communicator& EstExecutor::comm() {
+  TL_CHECK(host_ != nullptr, "this process left the job: it has no communicator");
+  return *host_;
+}
 
 }  // namespace tl::est

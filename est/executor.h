@@ -113,7 +113,8 @@ class EstExecutor {
   models::Model& model() { return *replica_->model; }
   const train::StepPlan& plan() const { return plan_; }
   int64_t stepsDone() const { return stepsDone_; }
-  comm::Communicator& comm() { return *host_; }
+  // The job's host communicator; only while inJob().
+  comm::Communicator& comm();
   const std::vector<EstContext>& localContexts() const { return local_; }
 
  private:
