@@ -16,7 +16,6 @@ void checkpointNow(est::EstExecutor& executor, const std::string& dir) {
   if (comm.rank() == 0) {
     JobCheckpoint ck;
     ck.config = executor.config();
-    ck.config.logicalWorkers = executor.placement().logicalWorkers();
     ck.placement = executor.placement().toString();
     ck.state = std::move(state);
     writeJobCheckpoint(dir, ck);

@@ -56,6 +56,18 @@ EstContext initialContext(int logicalRank, uint64_t seed, c10::Device device) {
   return c;
 }
 
+GeneratorStates GeneratorStates::capture(c10::Device device) {
+  GeneratorStates s;
+  s.cpu = getState(c10::Device(c10::kCPU));
+  if (device.is_cuda()) s.device = getState(device);
+  return s;
+}
+
+void GeneratorStates::install(c10::Device device) const {
+  setState(c10::Device(c10::kCPU), cpu);
+  if (device.is_cuda()) setState(device, this->device);
+}
+
 GeneratorSwitcher::GeneratorSwitcher(std::vector<EstContext*> contextsByRank, c10::Device device)
     : contexts_(std::move(contextsByRank)), device_(device) {}
 

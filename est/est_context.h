@@ -22,6 +22,16 @@ struct EstContext {
   data::ShardCursor cursor;
 };
 
+// The live states of every generator an EST draws from on `device`: the CPU default generator
+// and, on a GPU, that device's default generator. A replayed step reinstalls the states its
+// first pass started from, so dropout and the like draw the same masks again.
+struct GeneratorStates {
+  at::Tensor cpu;
+  at::Tensor device;  // undefined unless the device is a GPU
+  static GeneratorStates capture(c10::Device device);
+  void install(c10::Device device) const;
+};
+
 // A fresh context: generator states seeded from (seed, logical rank), cursor at the start.
 EstContext initialContext(int logicalRank, uint64_t seed, c10::Device device);
 

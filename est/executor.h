@@ -1,6 +1,11 @@
 // The per-process EST executor: runs this process's share of the job's N logical workers as
 // fibers over one model replica and one optimizer state, so the job trains exactly as DDP
 // with N processes would (with --reduction exact, to the bit, whatever the placement).
+//
+// Threading: one training thread. run(), captureState(), restore() and changeLayout() are
+// called on it, the last three only at a step boundary (from StepObserver::afterStep, or
+// outside run()). Collective calls are named in each method's comment; every member of the
+// job's host communicator makes them in the same order.
 #pragma once
 
 #include <cstdint>
@@ -9,15 +14,14 @@
 #include <utility>
 #include <vector>
 
+#include "dataload/loader.h"
 #include "est/est_context.h"
 #include "est/loader_tuner.h"
 #include "est/placement.h"
+#include "est/replica.h"
+#include "est/step_backend.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/job_config.h"
-#include "runtime/models/model.h"
-#include "runtime/optim/lr_schedule.h"
-#include "runtime/optim/optimizer.h"
-#include "runtime/reduce/gradient_reducer.h"
 #include "runtime/train/data_setup.h"
 #include "runtime/train/metrics.h"
 #include "runtime/train/trainer_result.h"
@@ -47,51 +51,100 @@ class StepObserver {
   virtual StepAction afterStep(int64_t stepsDone, class EstExecutor& executor) = 0;
 };
 
+class LocalRound;
+class LoaderTuningWindow;
+class RunRecorder;
+
 class EstExecutor {
  public:
-  // Builds data, model, optimizer and reducer. No collective calls, so bad input can be
-  // reported by every rank before the job starts.
+  // What ExecutorBuilder assembles (est/executor_builder.h).
+  struct Parts {
+    JobConfig config;
+    Placement placement;
+    comm::Communicator* host = nullptr;  // metadata, contexts, stats; its ranks index `placement`
+    train::JobData data;
+    std::unique_ptr<Replica> replica;  // the backend holds on to it
+    std::unique_ptr<StepBackend> backend;
+    train::StepPlan plan;
+    std::vector<EstContext> local;  // this process's ESTs, in logical-rank order
+  };
+  explicit EstExecutor(Parts parts);
+  // Shorthand for ExecutorBuilder(config).layout(placement, comm, deviceComm).build(): builds
+  // data, model, optimizer and reducer. No collective calls, so bad input can be reported by
+  // every rank before the job starts.
   EstExecutor(JobConfig config, Placement placement, comm::Communicator& comm,
               comm::Communicator& deviceComm);
   ~EstExecutor();
 
-  // Continues from a saved state instead of the job's start (call before run(); every
-  // process passes the same state, with all N contexts).
+  // Continues from a saved state instead of the job's start (every process passes the same
+  // state, with all N contexts). No collectives.
   void restore(const JobState& state);
 
   // Lets `tuner` size the loader pool while running (nullptr: the configured size throughout).
   void setLoaderTuner(LoaderTuner* tuner) { tuner_ = tuner; }
 
-  // Trains until the planned number of steps or until the observer says Stop.
+  // Trains until the planned number of steps, until the observer says Stop, or until this
+  // process leaves the job (changeLayout; then inJob() is false). Collective over the job.
   train::TrainResult run(train::MetricsLog& metrics, StepObserver* observer = nullptr);
 
-  // Collective: gathers the job state at the current step boundary onto rank `root`
-  // (contexts are empty elsewhere). Only from StepObserver::afterStep or outside run().
+  // Collective over the host communicator: gathers the job state at the current step boundary
+  // onto rank `root` (contexts are empty elsewhere).
   JobState captureState(int root = 0);
 
+  // Adopts a new layout at a step boundary: which processes take part and which ESTs each
+  // holds. Collective over the CURRENT host communicator's members, who all pass the same
+  // `placement`; `host`/`device` are the communicators of the new members (made from the
+  // current one, e.g. with split; ranks index `placement`), nullptr on a member that leaves.
+  // New members are current members: a process joins by being a member that holds no EST
+  // (Placement::withIdleMembers) and is given some.
+  //  - EST contexts (generators, data cursors: what captureState gathers) move from their old
+  //    owners to their new ones; streams and loader are rebuilt from the cursors.
+  //  - Model, optimizer and reducer state are identical on all members at a step boundary; a
+  //    member that held no EST receives them from the owner of EST 0 all the same.
+  //  - The reducer moves to the new device communicator, keeping its state.
+  //  - Data, the buffer root (owner of EST 0) and the lead (rank 0) follow the new placement.
+  // A member that leaves keeps the model as of this boundary and holds no EST; run() returns.
+  // Callable from StepObserver::afterStep or outside run(); never from an EST's fiber.
+  void changeLayout(Placement placement, comm::Communicator* host, comm::Communicator* device);
+
+  bool inJob() const { return host_ != nullptr; }
   const JobConfig& config() const { return config_; }
   const Placement& placement() const { return placement_; }
-  models::Model& model() { return *model_; }
+  models::Model& model() { return *replica_->model; }
   const train::StepPlan& plan() const { return plan_; }
   int64_t stepsDone() const { return stepsDone_; }
-  comm::Communicator& comm() { return comm_; }
+  // The job's host communicator; only while inJob().
+  comm::Communicator& comm();
+  const std::vector<EstContext>& localContexts() const { return local_; }
 
  private:
-  struct Run;
+  bool lead() const { return host_ && host_->rank() == 0; }
+  // The step's pieces, in the order of the consistency contract (executor_run.cpp).
+  void startRound();
+  void endRound();
+  void reduceOrReplay(int64_t epoch, double& seconds, train::TrainResult& result);
+  void applyRankZeroBuffers();
+  StepAction stepBoundary(StepObserver* observer, double computeSeconds, int64_t consumed,
+                          train::TrainResult& result);
+  data::LoaderStats loaderStats() const;
+  // Model, optimizer and reducer state, without contexts (executor_state.cpp).
+  JobState captureReplica() const;
+  void loadReplicaState(const JobState& state);
+
   JobConfig config_;
   Placement placement_;
-  comm::Communicator& comm_;
-  comm::Communicator& deviceComm_;
-  c10::Device device_;
+  comm::Communicator* host_;
   train::JobData data_;
-  std::shared_ptr<models::Model> model_;
-  std::unique_ptr<optim::Optimizer> optimizer_;
-  std::unique_ptr<reduce::GradientReducer> reducer_;
+  std::unique_ptr<Replica> replica_;
+  std::unique_ptr<StepBackend> backend_;
   train::StepPlan plan_;
   std::vector<EstContext> local_;  // this process's ESTs, in logical-rank order
   int64_t stepsDone_ = 0;
-  double simRate_ = 0;             // --device sim:RATE: images/s consumed by waiting
   LoaderTuner* tuner_ = nullptr;
+  // While run() is active: the local ESTs' fibers and loader, rebuilt after a layout change.
+  std::unique_ptr<LocalRound> round_;
+  std::unique_ptr<LoaderTuningWindow> tuning_;
+  data::LoaderStats retiredLoaders_;  // loaders of this run already replaced
 };
 
 }  // namespace tl::est

@@ -40,6 +40,14 @@ Placement Placement::explicitCounts(const std::vector<int64_t>& counts, int logi
   return Placement(out);
 }
 
+Placement Placement::withIdleMembers(const std::vector<int>& counts) {
+  TL_CHECK(!counts.empty(), "a placement needs at least one process");
+  for (int c : counts) TL_CHECK_GE(c, 0, "a process cannot hold a negative number of ESTs");
+  Placement p(counts);
+  TL_CHECK_GE(p.logicalWorkers(), 1, "a placement needs at least one EST");
+  return p;
+}
+
 int Placement::owner(int est) const {
   TL_CHECK(est >= 0 && est < total_, "logical worker ", est, " out of range");
   for (int r = 0; r < processes(); ++r) {

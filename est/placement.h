@@ -1,6 +1,6 @@
 // Placement: which logical workers (ESTs) each process runs. ESTs are assigned to processes in
 // rank order as contiguous ranges: placement 2,1,1 puts ESTs 0-1 on rank 0, 2 on rank 1 and 3
-// on rank 2.
+// on rank 2. A running job may also have members with no EST (Placement::withIdleMembers).
 #pragma once
 
 #include <string>
@@ -16,6 +16,9 @@ class Placement {
   // An explicit placement, checked against N and P: InputError when the sum differs from N,
   // an entry is zero or negative, or the entry count differs from P.
   static Placement explicitCounts(const std::vector<int64_t>& counts, int logicalWorkers, int processes);
+  // A layout inside a running job (EstExecutor::changeLayout): entries may be zero, for a member
+  // that holds no EST but still takes part in the step's collectives. At least one EST in all.
+  static Placement withIdleMembers(const std::vector<int>& counts);
 
   int processes() const { return int(counts_.size()); }
   int logicalWorkers() const { return total_; }

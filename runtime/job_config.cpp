@@ -10,8 +10,6 @@
 
 namespace tl {
 
-const char* toString(Reduction reduction) { return reduction == Reduction::Exact ? "exact" : "fp32"; }
-
 Reduction parseReduction(const std::string& text) {
   if (text == "exact") return Reduction::Exact;
   if (text == "fp32") return Reduction::Fp32;

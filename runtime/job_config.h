@@ -16,13 +16,10 @@
 
 #include "runtime/models/model.h"
 #include "runtime/optim/optimizer.h"
+#include "runtime/reduce/reduction.h"
 
 namespace tl {
 
-// How gradients are summed across ESTs. Exact: 64-bit fixed point, the same bits on every
-// placement. Fp32: a float allreduce, faster, without that promise.
-enum class Reduction { Exact, Fp32 };
-const char* toString(Reduction reduction);
 // "exact" | "fp32"; InputError naming --reduction otherwise.
 Reduction parseReduction(const std::string& text);
 

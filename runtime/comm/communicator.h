@@ -1,6 +1,7 @@
 // Communicator: the collectives tl needs, behind one small interface with an MPI and an NCCL
-// backend. Backends are created through their factories only (mpi/mpi_communicator.h,
-// nccl/nccl_communicator.h); callers hold a Communicator.
+// backend, and an in-memory one whose ranks are threads (for tests). Backends are created
+// through their factories only (mpi/mpi_communicator.h, nccl/nccl_communicator.h,
+// inmemory/inmemory_communicator.h); callers hold a Communicator.
 //
 // Threading: a communicator is used from one thread (the training thread); every collective is
 // called by all members in the same order. Errors are sticky: after a failure every later call
@@ -27,7 +28,7 @@ class Communicator {
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual std::string backend() const = 0;  // "mpi", "nccl"
+  virtual std::string backend() const = 0;  // "mpi", "nccl", "inmemory"
 
   // In place on a contiguous tensor. Sum/Max/Min for float32, float64, int32, int64, uint8.
   virtual void allreduce(at::Tensor& tensor, ReduceOp op, const CollectiveOptions& options = {}) = 0;

@@ -15,6 +15,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "runtime/comm/communicator.h"
+#include "runtime/reduce/reduction.h"
 
 namespace tl::reduce {
 
@@ -55,5 +56,11 @@ std::unique_ptr<GradientReducer> createExactReducer(comm::Communicator& comm,
                                                     const std::vector<at::Tensor>& params,
                                                     std::vector<std::string> paramNames,
                                                     int64_t bucketBytes);
+
+// The reducer for reduction mode `mode`. `paramNames` is used by modes that name tensors in
+// their errors.
+std::unique_ptr<GradientReducer> createReducer(Reduction mode, comm::Communicator& comm,
+                                               const std::vector<at::Tensor>& params,
+                                               std::vector<std::string> paramNames, int64_t bucketBytes);
 
 }  // namespace tl::reduce

@@ -46,4 +46,18 @@ TEST(Placement, ImpossiblePlacementsNameTheProblem) {
   EXPECT_THROW(Placement::even(0, 1), tl::InputError);
 }
 
+TEST(Placement, IdleMembersHoldNoEst) {
+  auto p = Placement::withIdleMembers({0, 2, 0, 2});
+  EXPECT_EQ(p.processes(), 4);
+  EXPECT_EQ(p.logicalWorkers(), 4);
+  EXPECT_TRUE(p.localEsts(0).empty());
+  EXPECT_EQ(p.localEsts(1), (std::vector<int>{0, 1}));
+  EXPECT_EQ(p.localEsts(3), (std::vector<int>{2, 3}));
+  EXPECT_EQ(p.owner(0), 1);  // the buffer root follows EST 0
+  EXPECT_EQ(p.owner(2), 3);
+  EXPECT_EQ(p.toString(), "0,2,0,2");
+  EXPECT_THROW(Placement::withIdleMembers({0, 0}), tl::Error);
+  EXPECT_THROW(Placement::withIdleMembers({2, -1, 3}), tl::Error);
+}
+
 }  // namespace

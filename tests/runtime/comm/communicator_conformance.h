@@ -54,6 +54,26 @@ inline at::Tensor contribution(int rank, at::ScalarType type, std::int64_t count
   return values;
 }
 
+inline const at::ScalarType kReducibleTypes[] = {at::kFloat, at::kDouble, at::kInt, at::kLong,
+                                                 at::kByte};
+
+// What reducing every rank's contribution() gives.
+inline at::Tensor expectedReduction(ReduceOp op, int size, at::ScalarType type,
+                                    std::int64_t count) {
+  std::vector<at::Tensor> all;
+  for (int r = 0; r < size; ++r) all.push_back(contribution(r, type, count));
+  const at::Tensor stacked = at::stack(all);
+  switch (op) {
+    case ReduceOp::Sum:
+      return stacked.sum(0).to(type);
+    case ReduceOp::Max:
+      return std::get<0>(stacked.max(0));
+    case ReduceOp::Min:
+      return std::get<0>(stacked.min(0));
+  }
+  return {};
+}
+
 inline std::string describe(const at::Tensor& t) {
   std::ostringstream os;
   os << t;

@@ -8,23 +8,6 @@
 namespace tl::comm::testing {
 namespace {
 
-const at::ScalarType kReducibleTypes[] = {at::kFloat, at::kDouble, at::kInt, at::kLong, at::kByte};
-
-at::Tensor expectedReduction(ReduceOp op, int size, at::ScalarType type, std::int64_t count) {
-  std::vector<at::Tensor> all;
-  for (int r = 0; r < size; ++r) all.push_back(contribution(r, type, count));
-  const at::Tensor stacked = at::stack(all);
-  switch (op) {
-    case ReduceOp::Sum:
-      return stacked.sum(0).to(type);
-    case ReduceOp::Max:
-      return std::get<0>(stacked.max(0));
-    case ReduceOp::Min:
-      return std::get<0>(stacked.min(0));
-  }
-  return {};
-}
-
 TEST_P(CommunicatorConformance, ReportsRankSizeAndBackend) {
   EXPECT_EQ(comm->size(), world().size());
   EXPECT_EQ(comm->rank(), world().rank());

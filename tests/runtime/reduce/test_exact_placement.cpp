@@ -5,10 +5,13 @@
 // workers, and compares the bits of every output with a one-process reference that each rank
 // computes alone on a communicator of its own. Rank 0 writes the hash of the bits its P
 // processes produced to $TL_TEST_TMP/exact_placement/np<P>_N<N>.txt; a later CTest test checks
-// that every np wrote the same one. The fp32 reducer runs the same placements; whether its bits moved is reported,
-// not asserted.
+// that every np wrote the same one. The fp32 reducer runs the same placements without that
+// guarantee; what it does promise is asserted: the same placement twice gives the same bits, the
+// reference's own order on one process gives the reference's bits, and every placement's mean
+// is the exact one to within float rounding. Whether its bits moved is reported.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -102,13 +105,37 @@ TEST_P(ExactPlacement, BitsDoNotDependOnPlacement) {
   for (const Variant& v : variants) {
     const auto& mine = v.placement[size_t(rank)];
     auto exact = createExactReducer(world, job.params(), job.names(), v.bucketBytes);
-    const auto got = testing::runJob(*exact, job, mine, v.layout);
+    const auto got = testing::runJob(*exact, job, mine, v.layout, /*keepOutputs=*/true);
     // EXPECT, not ASSERT: every rank must go on to the same collectives.
     EXPECT_EQ(got.sha256, exactRef.sha256) << "placement " << describe(v.placement);
     EXPECT_EQ(got.replays, exactRef.replays) << "placement " << describe(v.placement);
     if (firstPlacementSha.empty()) firstPlacementSha = got.sha256;
     auto fp32 = createFp32Reducer(world, job.params(), v.bucketBytes);
-    const bool moved = testing::runJob(*fp32, job, mine, v.layout).sha256 != fp32Ref.sha256;
+    const auto fp32Got = testing::runJob(*fp32, job, mine, v.layout, /*keepOutputs=*/true);
+    auto fp32Again = createFp32Reducer(world, job.params(), v.bucketBytes);
+    EXPECT_EQ(testing::runJob(*fp32Again, job, mine, v.layout).sha256, fp32Got.sha256)
+        << "fp32 is not deterministic for placement " << describe(v.placement);
+    if (processes == 1 && mine == testing::allWorkers(job.workers)) {
+      EXPECT_EQ(fp32Got.sha256, fp32Ref.sha256) << "fp32 with the reference's own order";
+    }
+    for (size_t step = 0; step < fp32Got.outputs.size(); ++step) {
+      // A float sum of N terms is off by at most about N ulps of the largest partial sum.
+      std::vector<at::Tensor> absSum;
+      for (int w = 0; w < job.workers; ++w) {
+        const auto g = job.gradients(int(step), w);
+        for (size_t t = 0; t < g.size(); ++t) {
+          if (w == 0) absSum.push_back(g[t].abs());
+          else absSum[t] += g[t].abs();
+        }
+      }
+      for (size_t t = 0; t < fp32Got.outputs[step].size(); ++t) {
+        const at::Tensor error = (fp32Got.outputs[step][t] - got.outputs[step][t]).abs();
+        EXPECT_TRUE((error <= absSum[t] * std::ldexp(1.0, -20)).all().item<bool>())
+            << "fp32 mean far from the exact one: step " << step << " tensor " << t << ", placement "
+            << describe(v.placement);
+      }
+    }
+    const bool moved = fp32Got.sha256 != fp32Ref.sha256;
     fp32Moved += moved ? 1 : 0;
     if (rank == 0) {
       std::printf("N=%lld np=%d placement %-28s exact: %s  fp32: %s\n", (long long)job.workers,

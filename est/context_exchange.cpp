@@ -1,0 +1,114 @@
+#include "est/context_exchange.h"
+
+#include <ATen/ATen.h>
+
+#include <cstring>
+
+#include "common/check.h"
+
+namespace tl::est {
+
+std::vector<EstContext> gatherContexts(comm::Communicator& comm, const Placement& placement,
+                                       const std::vector<EstContext>& local, int root) {
+  // Fixed-size records, padded to the largest local count.
+  std::vector<std::vector<uint8_t>> packed;
+  size_t recordBytes = 0;
+  for (const auto& c : local) {
+    packed.push_back(packContext(c));
+    recordBytes = std::max(recordBytes, packed.back().size());
+  }
+  at::Tensor sizes = at::full({1}, int64_t(recordBytes), at::kLong);
+  comm.allreduce(sizes, comm::ReduceOp::Max);
+  recordBytes = size_t(sizes.item<int64_t>());
+  int maxLocal = 0;
+  for (int r = 0; r < placement.processes(); ++r) maxLocal = std::max(maxLocal, placement.count(r));
+  const int64_t stride = int64_t(recordBytes) + 8;
+  at::Tensor mine = at::zeros({maxLocal * stride}, at::kByte);
+  uint8_t* p = mine.data_ptr<uint8_t>();
+  for (size_t i = 0; i < packed.size(); ++i) {
+    int64_t len = int64_t(packed[i].size());
+    std::memcpy(p + i * stride, &len, 8);
+    std::memcpy(p + i * stride + 8, packed[i].data(), packed[i].size());
+  }
+  at::Tensor all = comm.allgather(mine);
+  std::vector<EstContext> out;
+  if (root >= 0 && comm.rank() != root) return out;
+  out.resize(size_t(placement.logicalWorkers()));
+  const uint8_t* a = all.data_ptr<uint8_t>();
+  for (int r = 0; r < placement.processes(); ++r) {
+    for (int i = 0; i < placement.count(r); ++i) {
+      const uint8_t* rec = a + (int64_t(r) * maxLocal + i) * stride;
+      int64_t len;
+      std::memcpy(&len, rec, 8);
+      EstContext c = unpackContext(rec + 8, size_t(len));
+      TL_CHECK_EQ(c.logicalRank, placement.first(r) + i);
+      out[size_t(c.logicalRank)] = std::move(c);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+void putInt(std::vector<uint8_t>& out, int64_t v) {
+  const auto* b = reinterpret_cast<const uint8_t*>(&v);
+  out.insert(out.end(), b, b + 8);
+}
+
+int64_t takeInt(const uint8_t*& p, const uint8_t* end) {
+  TL_CHECK(end - p >= 8, "named tensor record truncated");
+  int64_t v;
+  std::memcpy(&v, p, 8);
+  p += 8;
+  return v;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, at::Tensor>> broadcastNamedTensors(
+    comm::Communicator& comm, const std::vector<std::pair<std::string, at::Tensor>>& mine, int root) {
+  std::vector<uint8_t> bytes;
+  if (comm.rank() == root) {
+    putInt(bytes, int64_t(mine.size()));
+    for (const auto& [name, tensor] : mine) {
+      at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
+      putInt(bytes, int64_t(name.size()));
+      bytes.insert(bytes.end(), name.begin(), name.end());
+      putInt(bytes, int64_t(t.scalar_type()));
+      putInt(bytes, t.dim());
+      for (int64_t s : t.sizes()) putInt(bytes, s);
+      const size_t n = t.numel() * t.element_size();
+      putInt(bytes, int64_t(n));
+      const auto* data = static_cast<const uint8_t*>(t.data_ptr());
+      bytes.insert(bytes.end(), data, data + n);
+    }
+  }
+  at::Tensor length = at::full({1}, int64_t(bytes.size()), at::kLong);
+  comm.broadcast(length, root);
+  at::Tensor buffer = at::empty({length.item<int64_t>()}, at::kByte);
+  if (comm.rank() == root) std::memcpy(buffer.data_ptr<uint8_t>(), bytes.data(), bytes.size());
+  comm.broadcast(buffer, root);
+
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  const uint8_t* p = buffer.data_ptr<uint8_t>();
+  const uint8_t* end = p + buffer.numel();
+  const int64_t count = takeInt(p, end);
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t nameLen = takeInt(p, end);
+    TL_CHECK(nameLen >= 0 && end - p >= nameLen, "named tensor record truncated");
+    std::string name(reinterpret_cast<const char*>(p), size_t(nameLen));
+    p += nameLen;
+    const auto dtype = at::ScalarType(takeInt(p, end));
+    std::vector<int64_t> sizes(size_t(takeInt(p, end)));
+    for (auto& s : sizes) s = takeInt(p, end);
+    const int64_t n = takeInt(p, end);
+    at::Tensor t = at::empty(sizes, at::TensorOptions().dtype(dtype));
+    TL_CHECK(n == int64_t(t.numel() * t.element_size()) && end - p >= n, "named tensor '", name, "' truncated");
+    std::memcpy(t.data_ptr(), p, size_t(n));
+    p += n;
+    out.emplace_back(std::move(name), std::move(t));
+  }
+  return out;
+}
+
+}  // namespace tl::est

@@ -1,0 +1,29 @@
+// Moving EST contexts between the members of a job: each member packs its local ESTs' contexts
+// (est_context.h) into fixed-size records and one allgather gives every member all of them.
+// Also the broadcast of named tensors a member that joins needs (model, optimizer, reducer).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "est/est_context.h"
+#include "est/placement.h"
+#include "runtime/comm/communicator.h"
+
+namespace tl::est {
+
+// Collective over `comm` (whose ranks index `placement`); `local` are this member's contexts in
+// logical-rank order. Returns all N contexts by logical rank on `root`, on every member when
+// root < 0, and an empty vector elsewhere.
+std::vector<EstContext> gatherContexts(comm::Communicator& comm, const Placement& placement,
+                                       const std::vector<EstContext>& local, int root);
+
+// Collective over `comm`: every member gets `root`'s named CPU tensors (names, dtypes and
+// shapes included; what other members pass is ignored).
+std::vector<std::pair<std::string, at::Tensor>> broadcastNamedTensors(
+    comm::Communicator& comm, const std::vector<std::pair<std::string, at::Tensor>>& mine, int root);
+
+}  // namespace tl::est

@@ -1,0 +1,62 @@
+#include "est/executor_builder.h"
+
+#include <ATen/Parallel.h>
+#include <torch/utils.h>
+
+#include "common/check.h"
+#include "est/local_batches.h"
+
+namespace tl::est {
+namespace {
+
+// The one place that turns the job's device into a step backend.
+std::unique_ptr<StepBackend> createBackend(const JobConfig& job, Replica& replica) {
+  if (job.device.isSimulated()) return createSimulatedBackend(job.device.simRate);
+  return createTrainingBackend(replica);
+}
+
+}  // namespace
+
+ExecutorBuilder& ExecutorBuilder::layout(Placement placement, comm::Communicator& host,
+                                         comm::Communicator& device) {
+  placement_ = std::move(placement);
+  host_ = &host;
+  device_ = &device;
+  return *this;
+}
+
+EstExecutor::Parts ExecutorBuilder::parts() {
+  TL_CHECK(placement_ && host_ && device_, "ExecutorBuilder: layout() not given");
+  EstExecutor::Parts p{job_, *placement_};
+  JobConfig& config = p.config;
+  validate(config);
+  TL_CHECK_EQ(p.placement.processes(), host_->size(), "placement does not match the communicator");
+  if (config.logicalWorkers == 0) config.logicalWorkers = p.placement.logicalWorkers();
+  TL_CHECK_EQ(config.logicalWorkers, p.placement.logicalWorkers(), "placement does not match the job's N");
+  p.host = host_;
+  p.replica = std::make_unique<Replica>();
+  Replica& r = *p.replica;
+  r.device = train::resolveDevice(config);
+  at::set_num_threads(config.computeThreads);
+  p.data = train::openJobData(config);
+  train::adaptModelToData(config, p.data.train->dataset());
+
+  // Same seed on every process: identical initial parameters (DDP then broadcasts rank 0's).
+  torch::manual_seed(config.seed);
+  r.model = models::createModel(config.model);
+  r.model->to(r.device);
+  r.model->train();
+  r.optimizer = optim::createOptimizer(config.optimizer, r.model->parameters());
+  r.useReducer(config.reduction, *device_, config.bucketBytes);
+  p.backend = createBackend(config, r);
+
+  const int n = p.placement.logicalWorkers();
+  data::BatchStream probe = shardStream(config, p.data.train->dataset().size(), n, 0);
+  p.plan = train::planSteps(config, probe.batchesPerEpoch());
+  for (int est : p.placement.localEsts(host_->rank())) {
+    p.local.push_back(initialContext(est, config.seed, r.device));
+  }
+  return p;
+}
+
+}  // namespace tl::est

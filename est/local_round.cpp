@@ -1,0 +1,76 @@
+#include "est/local_round.h"
+
+#include <ATen/ATen.h>
+
+#include "common/check.h"
+
+namespace tl::est {
+
+LocalRound::LocalRound(std::vector<EstContext>& local, int logicalWorkers, c10::Device device,
+                       std::unique_ptr<LocalBatches> batches, StepBackend& backend)
+    : local_(local),
+      device_(device),
+      batches_(std::move(batches)),
+      backend_(backend),
+      sync_(int(local.size())),
+      stats_(local.size()),
+      compute_(local.size(), 0.0) {
+  std::vector<EstContext*> byRank(size_t(logicalWorkers), nullptr);
+  for (auto& c : local_) byRank.at(size_t(c.logicalRank)) = &c;
+  switcher_ = std::make_unique<GeneratorSwitcher>(byRank, device_);
+  fibers_ = std::make_unique<EstFibers>(*switcher_);
+  for (int i = 0; i < int(local_.size()); ++i) fibers_->launch(local_[size_t(i)].logicalRank, [this, i] { estBody(i); });
+}
+
+LocalRound::~LocalRound() {
+  sync_.stopAll();
+  fibers_->joinAll();
+}
+
+void LocalRound::estBody(int i) {
+  EstContext& ctx = local_[size_t(i)];
+  int64_t myRound = 0;
+  bool replay = false;
+  std::optional<data::Batch> batch;
+  at::Tensor images, labels;
+  GeneratorStates atStepStart;
+  while (sync_.awaitTurn(i, myRound, replay)) {
+    std::exception_ptr error;
+    try {
+      if (!replay) {
+        batch = batches_->next(i, ctx);
+        TL_CHECK_EQ(batch->request.epoch, epoch_, "EST ", ctx.logicalRank, " read a batch of another epoch");
+        images = batch->images.to(device_);
+        labels = batch->labels.to(device_);
+        atStepStart = GeneratorStates::capture(device_);
+      } else {
+        atStepStart.install(device_);  // the replay must draw the same dropout masks
+      }
+      stats_[size_t(i)] = backend_.computeEst(ctx.logicalRank, images, labels, compute_[size_t(i)]);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    sync_.endTurn(error);
+  }
+}
+
+void LocalRound::beginStep(int64_t epoch) {
+  epoch_ = epoch;
+  std::fill(compute_.begin(), compute_.end(), 0.0);
+}
+
+void LocalRound::run(bool replay) { sync_.runRound(replay); }
+
+train::BatchStats LocalRound::localStats() const {
+  train::BatchStats s;
+  for (const auto& e : stats_) s.add(e);
+  return s;
+}
+
+double LocalRound::computeSeconds() const {
+  double s = 0;
+  for (double c : compute_) s += c;
+  return s;
+}
+
+}  // namespace tl::est
