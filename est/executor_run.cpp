@@ -82,12 +82,7 @@ void EstExecutor::startRound() {
 
 void EstExecutor::endRound() {
   if (!round_) return;
-  const data::LoaderStats s = round_->loader().stats();
-  retiredLoaders_.batches += s.batches;
-  retiredLoaders_.images += s.images;
-  retiredLoaders_.waitSeconds += s.waitSeconds;
-  retiredLoaders_.workerBusySeconds += s.workerBusySeconds;
-  retiredLoaders_.workers = s.workers;
+  retiredLoaders_ = loaderStats();  // the totals so far, this round's loader included
   tuning_.reset();
   round_.reset();
 }

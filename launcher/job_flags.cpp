@@ -32,18 +32,26 @@ std::string text(uint64_t v) { return std::to_string(v); }
 std::string text(bool v) { return v ? "true" : "false"; }
 std::string text(const std::string& v) { return v; }
 
-// A flag bound to one field: `field(options)` returns a reference to it.
-template <typename Field>
-LaunchFlag bound(std::string name, FlagRole role, std::string help, std::string example, Field field,
-                 std::function<void(LaunchOptions&, const std::string&)> set) {
+// A flag whose value is converted by hand (typed values, lists, units).
+LaunchFlag custom(std::string name, FlagRole role, std::string help, std::string example,
+                  std::function<void(LaunchOptions&, const std::string&)> set,
+                  std::function<std::string(const LaunchOptions&)> show) {
   LaunchFlag f;
   f.name = std::move(name);
   f.role = role;
   f.help = std::move(help);
   f.example = std::move(example);
   f.set = std::move(set);
-  f.show = [field](const LaunchOptions& o) { return text(field(const_cast<LaunchOptions&>(o))); };
+  f.show = std::move(show);
   return f;
+}
+
+// A flag bound to one field: `field(options)` returns a reference to it.
+template <typename Field>
+LaunchFlag bound(std::string name, FlagRole role, std::string help, std::string example, Field field,
+                 std::function<void(LaunchOptions&, const std::string&)> set) {
+  return custom(std::move(name), role, std::move(help), std::move(example), std::move(set),
+                [field](const LaunchOptions& o) { return text(field(const_cast<LaunchOptions&>(o))); });
 }
 
 constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
@@ -111,20 +119,6 @@ LaunchFlag toggle(std::string name, FlagRole role, std::string help, Field field
   LaunchFlag f = bound(name, role, std::move(help), "", field,
                        [=](LaunchOptions& o, const std::string&) { field(o) = value; });
   f.isSwitch = true;
-  return f;
-}
-
-// A flag whose value is converted by hand (typed values, lists, units).
-LaunchFlag custom(std::string name, FlagRole role, std::string help, std::string example,
-                  std::function<void(LaunchOptions&, const std::string&)> set,
-                  std::function<std::string(const LaunchOptions&)> show) {
-  LaunchFlag f;
-  f.name = std::move(name);
-  f.role = role;
-  f.help = std::move(help);
-  f.example = std::move(example);
-  f.set = std::move(set);
-  f.show = std::move(show);
   return f;
 }
 
