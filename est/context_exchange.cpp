@@ -1,3 +1,4 @@
+#include "est/byte_record.h"
 #include "est/context_exchange.h"
 
 #include <ATen/ATen.h>
@@ -48,37 +49,20 @@ std::vector<EstContext> gatherContexts(comm::Communicator& comm, const Placement
   return out;
 }
 
-namespace {
-
-void putInt(std::vector<uint8_t>& out, int64_t v) {
-  const auto* b = reinterpret_cast<const uint8_t*>(&v);
-  out.insert(out.end(), b, b + 8);
-}
-
-int64_t takeInt(const uint8_t*& p, const uint8_t* end) {
-  TL_CHECK(end - p >= 8, "named tensor record truncated");
-  int64_t v;
-  std::memcpy(&v, p, 8);
-  p += 8;
-  return v;
-}
-
-}  // namespace
-
 std::vector<std::pair<std::string, at::Tensor>> broadcastNamedTensors(
     comm::Communicator& comm, const std::vector<std::pair<std::string, at::Tensor>>& mine, int root) {
   std::vector<uint8_t> bytes;
   if (comm.rank() == root) {
-    putInt(bytes, int64_t(mine.size()));
+    appendInt(bytes, int64_t(mine.size()));
     for (const auto& [name, tensor] : mine) {
       at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
-      putInt(bytes, int64_t(name.size()));
+      appendInt(bytes, int64_t(name.size()));
       bytes.insert(bytes.end(), name.begin(), name.end());
-      putInt(bytes, int64_t(t.scalar_type()));
-      putInt(bytes, t.dim());
-      for (int64_t s : t.sizes()) putInt(bytes, s);
+      appendInt(bytes, int64_t(t.scalar_type()));
+      appendInt(bytes, t.dim());
+      for (int64_t s : t.sizes()) appendInt(bytes, s);
       const size_t n = t.numel() * t.element_size();
-      putInt(bytes, int64_t(n));
+      appendInt(bytes, int64_t(n));
       const auto* data = static_cast<const uint8_t*>(t.data_ptr());
       bytes.insert(bytes.end(), data, data + n);
     }
@@ -92,16 +76,16 @@ std::vector<std::pair<std::string, at::Tensor>> broadcastNamedTensors(
   std::vector<std::pair<std::string, at::Tensor>> out;
   const uint8_t* p = buffer.data_ptr<uint8_t>();
   const uint8_t* end = p + buffer.numel();
-  const int64_t count = takeInt(p, end);
+  const int64_t count = readInt(p, end, "named tensor");
   for (int64_t i = 0; i < count; ++i) {
-    const int64_t nameLen = takeInt(p, end);
+    const int64_t nameLen = readInt(p, end, "named tensor");
     TL_CHECK(nameLen >= 0 && end - p >= nameLen, "named tensor record truncated");
     std::string name(reinterpret_cast<const char*>(p), size_t(nameLen));
     p += nameLen;
-    const auto dtype = at::ScalarType(takeInt(p, end));
-    std::vector<int64_t> sizes(size_t(takeInt(p, end)));
-    for (auto& s : sizes) s = takeInt(p, end);
-    const int64_t n = takeInt(p, end);
+    const auto dtype = at::ScalarType(readInt(p, end, "named tensor"));
+    std::vector<int64_t> sizes(size_t(readInt(p, end, "named tensor")));
+    for (auto& s : sizes) s = readInt(p, end, "named tensor");
+    const int64_t n = readInt(p, end, "named tensor");
     at::Tensor t = at::empty(sizes, at::TensorOptions().dtype(dtype));
     TL_CHECK(n == int64_t(t.numel() * t.element_size()) && end - p >= n, "named tensor '", name, "' truncated");
     std::memcpy(t.data_ptr(), p, size_t(n));

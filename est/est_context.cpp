@@ -1,3 +1,4 @@
+#include "est/byte_record.h"
 #include "est/est_context.h"
 
 #include <ATen/ATen.h>
@@ -87,20 +88,6 @@ void GeneratorSwitcher::switchIn(int est) {
 
 namespace {
 
-void appendInt(std::vector<uint8_t>& out, int64_t v) {
-  uint8_t b[8];
-  std::memcpy(b, &v, 8);
-  out.insert(out.end(), b, b + 8);
-}
-
-int64_t readInt(const uint8_t*& p, const uint8_t* end) {
-  TL_CHECK(end - p >= 8, "EST context record truncated");
-  int64_t v;
-  std::memcpy(&v, p, 8);
-  p += 8;
-  return v;
-}
-
 void appendBytes(std::vector<uint8_t>& out, const at::Tensor& t) {
   if (!t.defined()) {
     appendInt(out, 0);
@@ -114,7 +101,7 @@ void appendBytes(std::vector<uint8_t>& out, const at::Tensor& t) {
 }
 
 at::Tensor readBytes(const uint8_t*& p, const uint8_t* end) {
-  int64_t n = readInt(p, end);
+  int64_t n = readInt(p, end, "EST context");
   if (n == 0) return at::Tensor();
   TL_CHECK(n > 0 && end - p >= n, "EST context record truncated");
   at::Tensor t = at::empty({n}, at::kByte);
@@ -139,9 +126,9 @@ EstContext unpackContext(const uint8_t* bytes, size_t size) {
   const uint8_t* p = bytes;
   const uint8_t* end = bytes + size;
   EstContext c;
-  c.logicalRank = int(readInt(p, end));
-  c.cursor.epoch = readInt(p, end);
-  c.cursor.position = readInt(p, end);
+  c.logicalRank = int(readInt(p, end, "EST context"));
+  c.cursor.epoch = readInt(p, end, "EST context");
+  c.cursor.position = readInt(p, end, "EST context");
   c.cpuRngState = readBytes(p, end);
   c.deviceRngState = readBytes(p, end);
   return c;
