@@ -516,8 +516,13 @@ std::string hostName() {
 ControlServer::ControlServer(ServerOptions options)
     : options_(std::move(options)), mailbox_(std::make_shared<detail::Mailbox>()) {
   TL_REQUIRE(!options_.jobDir.empty(), "control channel: no job folder given");
-  TL_REQUIRE(options_.clockSkewSeconds > 0 && options_.requestDeadlineSeconds > 0,
-             "control channel: clock skew and request deadline must be positive");
+  TL_REQUIRE(options_.clockSkewSeconds > 0 && options_.clockSkewSeconds <= 86400,
+             "control channel: clock skew must be between 0 and 86400 s, got ",
+             options_.clockSkewSeconds);
+  TL_REQUIRE(options_.requestDeadlineSeconds > 0 && options_.requestDeadlineSeconds <= 3600,
+             "control channel: request deadline must be between 0 and 3600 s, got ",
+             options_.requestDeadlineSeconds);
+  TL_REQUIRE(options_.maxConnections >= 1, "control channel: maxConnections must be at least 1");
   ensureWritableDir(options_.jobDir, "job folder");
   key_ = createOrReuseKey(options_.jobDir);
   Fd listener = listenTcp(options_.bind, options_.port, kAcceptBacklog, &port_);
