@@ -316,6 +316,8 @@ TEST(ControlServer, AThousandConnectionsDoNotLockUsersOut) {
   auto server = std::make_unique<ControlServer>(o);
   Responder loop(*server, answer);
   ASSERT_TRUE(statusServed(*server));
+  // The server closes its end just after the reply is sent, maybe after the client read it.
+  ASSERT_TRUE(waitFor([&] { return server->openConnections() == 0; }, 5));
   const int before = test_util::openDescriptors();
   {
     std::vector<std::unique_ptr<RawConnection>> flood;
