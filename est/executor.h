@@ -107,6 +107,17 @@ class EstExecutor {
   // Callable from StepObserver::afterStep or outside run(); never from an EST's fiber.
   void changeLayout(Placement placement, comm::Communicator* host, comm::Communicator* device);
 
+  // Widens the job to the members of `host` before a changeLayout gives new members ESTs: its
+  // first current.size() ranks are the current members in order (`current`: ESTs per member
+  // now), the rest are new members that hold no EST yet. A process that was not in the job (one
+  // built on its own with a one-process layout to join a running job) drops the ESTs it was
+  // built with. No collectives; every member of `host` calls it, then changeLayout over `host`.
+  void admit(const std::vector<int>& current, comm::Communicator& host, comm::Communicator& device);
+
+  // Bytes the last changeLayout sent: the contexts of ESTs that changed process, and the
+  // replica (model, optimizer and reducer state) for each member that joined.
+  int64_t lastLayoutBytes() const { return lastLayoutBytes_; }
+
   bool inJob() const { return host_ != nullptr; }
   const JobConfig& config() const { return config_; }
   const Placement& placement() const { return placement_; }
@@ -145,6 +156,7 @@ class EstExecutor {
   std::unique_ptr<LocalRound> round_;
   std::unique_ptr<LoaderTuningWindow> tuning_;
   data::LoaderStats retiredLoaders_;  // loaders of this run already replaced
+  int64_t lastLayoutBytes_ = 0;
 };
 
 }  // namespace tl::est

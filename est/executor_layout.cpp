@@ -18,9 +18,16 @@ void EstExecutor::changeLayout(Placement placement, comm::Communicator* host, co
   endRound();
   comm::Communicator& old = *host_;
   std::vector<EstContext> all = gatherContexts(old, placement_, local_, -1);
+  lastLayoutBytes_ = 0;
+  for (const EstContext& c : all) {
+    if (placement.owner(c.logicalRank) != placement_.owner(c.logicalRank))
+      lastLayoutBytes_ += int64_t(packContext(c).size());
+  }
 
   // A member that held no EST and now holds some receives the replica from EST 0's owner.
   at::Tensor joins = at::full({1}, int(placement_.count(old.rank()) == 0 && host && placement.count(host->rank()) > 0), at::kInt);
+  at::Tensor joiners = joins.clone();
+  old.allreduce(joiners, comm::ReduceOp::Sum);
   old.allreduce(joins, comm::ReduceOp::Max);
   if (joins.item<int>() != 0) {
     const int root = placement_.owner(0);
@@ -34,6 +41,11 @@ void EstExecutor::changeLayout(Placement placement, comm::Communicator* host, co
     old.broadcast(steps, root);
     got.stepsDone = steps.item<int64_t>();
     if (placement_.count(old.rank()) == 0) loadReplicaState(got);
+    int64_t replicaBytes = 0;
+    for (const auto* part : {&got.model, &got.optimizer, &got.reducer}) {
+      for (const auto& [name, tensor] : *part) replicaBytes += int64_t(tensor.nbytes());
+    }
+    lastLayoutBytes_ += replicaBytes * joiners.item<int>();
   }
 
   placement_ = std::move(placement);
@@ -46,6 +58,26 @@ void EstExecutor::changeLayout(Placement placement, comm::Communicator* host, co
   }
   // The reducer moves to the new members' communicator with the state later steps need.
   if (device != replica_->deviceComm) replica_->useReducer(config_.reduction, *device, config_.bucketBytes);
+}
+
+void EstExecutor::admit(const std::vector<int>& current, comm::Communicator& host, comm::Communicator& device) {
+  TL_CHECK(EstFibers::currentEst() < 0, "admit: called from an EST's fiber");
+  TL_CHECK_LE(int(current.size()), host.size(), "admit: the new communicator lacks current members");
+  const bool member = host.rank() < int(current.size());
+  if (member) {
+    TL_CHECK(inJob(), "admit: rank ", host.rank(), " of the widened job is not a current member");
+    TL_CHECK_EQ(placement_.processes(), int(current.size()), "admit: the job's current layout differs");
+    for (int r = 0; r < placement_.processes(); ++r)
+      TL_CHECK_EQ(placement_.count(r), current[size_t(r)], "admit: the job's current layout differs");
+  } else {
+    endRound();
+    local_.clear();  // its ESTs come with the next changeLayout, from their owners
+  }
+  std::vector<int> counts = current;
+  counts.resize(size_t(host.size()), 0);
+  placement_ = Placement::withIdleMembers(counts);
+  host_ = &host;
+  if (&device != replica_->deviceComm) replica_->useReducer(config_.reduction, device, config_.bucketBytes);
 }
 
 }  // namespace tl::est

@@ -263,6 +263,15 @@ std::vector<LaunchFlag> buildTable() {
   t.push_back(string("coordinator-dir", kRun,
                      "run directory of this node's loader coordinator, for --workers auto [/tmp/tl-coordinator-<uid>]",
                      "/tmp/coord", TL_FIELD(coordinatorDir)));
+  t.push_back(string("control-bind", kRun,
+                     "address the job's control channel (tl-ctl) listens on; 'none': no control channel; needs "
+                     "--output-dir, where the job publishes control.json and control.key",
+                     "0.0.0.0", TL_FIELD(controlBind)));
+  t.push_back(integer<int>("control-port", kRun, "port of the control channel (0: any free one, published in "
+                           "<output-dir>/control.json)", "7070", TL_FIELD(controlPort), 0, 65535));
+  t.push_back(real("join-timeout", kRun,
+                   "seconds a process started by an in-place grow has to get ready before the grow is given up",
+                   "600", TL_FIELD(joinTimeoutSeconds), 1, 86400));
   t.push_back(string("resume", kRun, "continue the job checkpointed in this folder, on any number of processes",
                      "/tmp/ck", TL_FIELD(resume)));
   return t;

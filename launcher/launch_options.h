@@ -20,6 +20,9 @@ struct LaunchOptions {
   std::string resume;              // checkpoint folder to continue from
   std::string coordinatorDir;      // node coordinator's run directory (--workers auto)
   std::string gpuComm = "nccl";    // how GPU tensors travel between processes: nccl or mpi
+  std::string controlBind = "127.0.0.1";  // the control channel's address; "none": no channel
+  int controlPort = 0;
+  double joinTimeoutSeconds = 300;  // a process started by a grow must be ready by then
   std::set<std::string> given;     // flags given on the command line
   bool help = false;
   std::string usage;  // filled when help is true

@@ -9,6 +9,7 @@
 #include <torch/cuda.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -20,10 +21,12 @@
 #include "elastic/checkpoint_policy.h"
 #include "elastic/job_checkpoint.h"
 #include "est/executor.h"
+#include "launcher/elastic_job.h"
 #include "launcher/job_errors.h"
 #include "launcher/launch_options.h"
 #include "launcher/loader_tuning.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
+#include "runtime/comm/mpi/mpi_spawn.h"
 #include "runtime/comm/nccl/nccl_communicator.h"
 #include "runtime/models/state_dict_io.h"
 #include "runtime/train/summary.h"
@@ -81,8 +84,106 @@ int64_t corruptFilesSkipped(tl::comm::Communicator& world, const std::vector<int
   return (all >= 0).sum().item<int64_t>();
 }
 
+using namespace tl;  // this file is tl-launch's main: the whole runtime is its vocabulary
+
+// What ends a launch, on the members still in the job at its end: the summary (lead) and the
+// final barrier. A process that left the job (in-place shrink) just returns.
+struct Ending {
+  bool resumed = false;
+  std::string checkpointDir;
+};
+
+int trainToTheEnd(est::EstExecutor& executor, launcher::ElasticController& controller,
+                  elastic::CheckpointPolicy& policy, train::MetricsLog& metrics, const Ending& ending) {
+  using namespace tl;
+  train::TrainResult result = executor.run(metrics, &controller);
+  controller.finish(policy.stopped() ? "the job stopped" : "the job has finished");
+  if (!executor.inJob()) {
+    spdlog::info("this process left the job after step {}", executor.stepsDone());
+    return 0;
+  }
+  comm::Communicator& host = executor.comm();
+  const bool lead = host.rank() == 0;
+  const PeakMemory memory = peakMemory(host);
+  const int64_t corruptFiles = corruptFilesSkipped(host, result.corruptSamples);
+  const JobConfig& job = executor.config();
+  if (lead) {
+    train::RunInfo info;
+    info.processes = host.size();
+    info.logicalWorkers = executor.placement().logicalWorkers();
+    info.placement = executor.placement().toString();
+    auto summary = train::summaryJson(result, job, info);
+    summary["resumed"] = ending.resumed;
+    summary["stopped_at_checkpoint"] = policy.stopped();
+    summary["total_steps"] = executor.plan().totalSteps;
+    summary["peak_rss_mb"] = memory.maxMb;
+    summary["peak_rss_mb_sum"] = memory.sumMb;
+    summary["corrupt_files_skipped"] = corruptFiles;
+    summary["inplace_rescales"] = controller.rescales();
+    summary["inplace_rescale_max_pause_s"] = controller.maxPauseSeconds();
+    if (!job.outputDir.empty()) train::writeSummary(summary, job.outputDir);
+    if (!job.saveModel.empty()) models::saveStateDict(executor.model(), job.saveModel);
+    spdlog::info("{} {} steps in {:.1f} s, {:.1f} images/s, final loss {:.4f}{}",
+                 policy.stopped() ? "stopped after" : "done:", result.stepsThisRun, result.wallSeconds,
+                 result.imagesPerSecond, result.finalLoss,
+                 result.evaluated ? tl::str(", test accuracy ", result.testAccuracy * 100, "%") : "");
+    spdlog::info("params_sha256 {}", result.paramsSha256);
+    if (policy.stopped() && !ending.checkpointDir.empty()) {
+      std::printf("%s: checkpoint at step %lld written to %s; continue with: mpirun -np P %s --resume %s\n",
+                  kProgram, (long long)result.steps, ending.checkpointDir.c_str(), kProgram,
+                  ending.checkpointDir.c_str());
+    } else if (policy.stopped()) {
+      std::printf("%s: stop requested, but no --checkpoint-dir or --output-dir: stopped without a checkpoint\n",
+                  kProgram);
+    }
+    std::fflush(stdout);
+  }
+  host.barrier();
+  return 0;
+}
+
+elastic::CheckpointPolicyOptions policyOptions(const launcher::JoinOffer& o) {
+  elastic::CheckpointPolicyOptions po;
+  po.dir = o.checkpointDir;
+  po.every = o.checkpointEvery;
+  po.stopAtStep = o.stopAtStep;
+  po.stopRequested = &gStopRequested;
+  return po;
+}
+
+// A process started by an in-place grow (tl-ctl rescale): gets ready while the job trains, joins
+// at a step boundary, and from then on is a member like any other.
+int runJoined(comm::ParentLink& lead) {
+  using namespace tl;
+  spdlog::set_pattern("%H:%M:%S [tl] %v");
+  installStopSignal();
+  std::unique_ptr<launcher::JoinedProcess> joined;
+  try {
+    joined = launcher::joinRunningJob(lead);
+  } catch (const std::exception& e) {
+    // Already reported to the lead, which answers the rescale request with it; this process
+    // was never a member, so the job goes on without it.
+    launcher::printError(kProgram, e.what());
+    return 0;
+  }
+  if (!joined) return 0;
+  elastic::CheckpointPolicy policy(policyOptions(joined->offer));
+  launcher::ElasticSettings settings;
+  settings.offer = joined->offer;
+  train::MetricsLog metrics;  // never the lead: rank 0 never leaves
+  launcher::ElasticController controller(joined->membership, policy, settings, nullptr);
+  est::EstExecutor& executor = *joined->executor;
+  controller.apply(joined->command, executor, &lead);
+  joined->retired.clear();
+  Ending ending;
+  ending.resumed = true;
+  ending.checkpointDir = joined->offer.checkpointDir;
+  return trainToTheEnd(executor, controller, policy, metrics, ending);
+}
+
 int runLaunch(int argc, char** argv) {
   using namespace tl;
+  if (auto parent = comm::ParentLink::ofThisProcess()) return runJoined(*parent);
   auto world = comm::createMpiWorldCommunicator();
   const bool lead = world->rank() == 0;
   spdlog::set_pattern("%H:%M:%S [tl] %v");
@@ -150,53 +251,41 @@ int runLaunch(int argc, char** argv) {
   if (lead && !job.outputDir.empty()) {
     metrics = train::MetricsLog(joinPath(job.outputDir, "metrics.jsonl"), /*append=*/resumed);
   }
-  elastic::CheckpointPolicyOptions po;
-  po.dir = options.checkpointDir;
-  po.every = options.checkpointEvery;
-  po.stopAtStep = options.stopAtStep;
-  po.stopRequested = &gStopRequested;
-  elastic::CheckpointPolicy policy(po);
+  launcher::JoinOffer offer;
+  offer.job = job;
+  if (!job.dataDir.empty()) offer.job.dataDir = std::filesystem::absolute(job.dataDir).lexically_normal().string();
+  if (!job.outputDir.empty()) offer.job.outputDir = std::filesystem::absolute(job.outputDir).string();
+  offer.job.saveModel.clear();  // written by the lead
+  offer.gpuComm = options.gpuComm;
+  offer.checkpointDir = options.checkpointDir.empty() ? "" : std::filesystem::absolute(options.checkpointDir).string();
+  offer.checkpointEvery = options.checkpointEvery;
+  offer.stopAtStep = options.stopAtStep;
+  offer.joinTimeoutSeconds = options.joinTimeoutSeconds;
+  elastic::CheckpointPolicy policy(policyOptions(offer));
   std::unique_ptr<launcher::CoordinatorTuner> tuner;
   if (job.autoWorkers) {
     tuner = launcher::connectToCoordinator(job, options.coordinatorDir, world->rank());
     executor->setLoaderTuner(tuner.get());
   }
-  train::TrainResult result = executor->run(metrics, &policy);
-  tuner.reset();  // leave the coordinator before the summary
-  const PeakMemory memory = peakMemory(*world);
-  const int64_t corruptFiles = corruptFilesSkipped(*world, result.corruptSamples);
-
-  if (lead) {
-    train::RunInfo info;
-    info.processes = world->size();
-    info.logicalWorkers = executor->placement().logicalWorkers();
-    info.placement = executor->placement().toString();
-    auto summary = train::summaryJson(result, job, info);
-    summary["resumed"] = resumed;
-    summary["stopped_at_checkpoint"] = policy.stopped();
-    summary["total_steps"] = executor->plan().totalSteps;
-    summary["peak_rss_mb"] = memory.maxMb;
-    summary["peak_rss_mb_sum"] = memory.sumMb;
-    summary["corrupt_files_skipped"] = corruptFiles;
-    if (!job.outputDir.empty()) train::writeSummary(summary, job.outputDir);
-    if (!job.saveModel.empty()) models::saveStateDict(executor->model(), job.saveModel);
-    spdlog::info("{} {} steps in {:.1f} s, {:.1f} images/s, final loss {:.4f}{}",
-                 policy.stopped() ? "stopped after" : "done:", result.stepsThisRun, result.wallSeconds,
-                 result.imagesPerSecond, result.finalLoss,
-                 result.evaluated ? tl::str(", test accuracy ", result.testAccuracy * 100, "%") : "");
-    spdlog::info("params_sha256 {}", result.paramsSha256);
-    if (policy.stopped() && !options.checkpointDir.empty()) {
-      std::printf("%s: checkpoint at step %lld written to %s; continue with: mpirun -np P %s --resume %s\n",
-                  kProgram, (long long)result.steps, options.checkpointDir.c_str(), kProgram,
-                  options.checkpointDir.c_str());
-    } else if (policy.stopped()) {
-      std::printf("%s: stop requested, but no --checkpoint-dir or --output-dir: stopped without a checkpoint\n",
-                  kProgram);
-    }
-    std::fflush(stdout);
-  }
-  world->barrier();
-  return 0;
+  launcher::Membership membership;
+  membership.useNccl = gpuComm != nullptr;
+  membership.deviceIndex = job.deviceIndex;
+  membership.host = std::move(world);
+  membership.gpu = std::move(gpuComm);
+  launcher::ElasticSettings settings;
+  settings.program = std::filesystem::read_symlink("/proc/self/exe").string();
+  settings.controlBind = options.controlBind == "none" ? "" : options.controlBind;
+  settings.controlPort = options.controlPort;
+  settings.joinTimeoutSeconds = options.joinTimeoutSeconds;
+  settings.offer = offer;
+  launcher::ElasticController controller(membership, policy, settings, lead ? &metrics : nullptr);
+  controller.startControl(*executor);
+  Ending ending;
+  ending.resumed = resumed;
+  ending.checkpointDir = options.checkpointDir;
+  const int rc = trainToTheEnd(*executor, controller, policy, metrics, ending);
+  tuner.reset();
+  return rc;
 }
 
 }  // namespace

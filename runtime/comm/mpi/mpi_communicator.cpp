@@ -63,6 +63,7 @@ class MpiCommunicator final : public Communicator {
     if (!finalized) MPI_Comm_free(&comm_);
   }
 
+  MPI_Comm handle() const { return comm_; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "mpi"; }
@@ -237,5 +238,19 @@ std::unique_ptr<Communicator> createMpiWorldCommunicator(const MpiCommunicatorOp
   TL_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &world));
   return std::make_unique<MpiCommunicator>(world, options);
 }
+
+namespace detail {
+
+MPI_Comm mpiHandle(Communicator& comm) {
+  auto* mpi = dynamic_cast<MpiCommunicator*>(&comm);
+  TL_CHECK(mpi != nullptr, "expected an MPI communicator, got ", comm.backend());
+  return mpi->handle();
+}
+
+std::unique_ptr<Communicator> adoptMpiCommunicator(MPI_Comm comm) {
+  return std::make_unique<MpiCommunicator>(comm, MpiCommunicatorOptions{});
+}
+
+}  // namespace detail
 
 }  // namespace tl::comm

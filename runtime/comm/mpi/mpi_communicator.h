@@ -1,8 +1,8 @@
 // MPI backend. Light header: no <mpi.h> here, so callers need not see MPI.
 //
-// Threading: MPI runs with MPI_THREAD_FUNNELED, so every MPI call, hence every collective of
-// every MPI communicator, must come from the thread that created the MpiSession; collectives
-// check this and throw tl::Error otherwise.
+// Threading: MPI runs with MPI_THREAD_MULTIPLE (a lead starts processes on a helper thread,
+// mpi_spawn.h), but every collective of every MPI communicator must come from the thread that
+// created the MpiSession; collectives check this and throw tl::Error otherwise.
 //
 // Timeouts: collectives are nonblocking MPI operations waited for under the options' deadline.
 // On expiry the call throws tl::TimeoutError and the communicator is failed for good (sticky).
@@ -19,7 +19,7 @@
 
 namespace tl::comm {
 
-// Initialises MPI (MPI_THREAD_FUNNELED: all MPI calls from the thread that created it) and
+// Initialises MPI (MPI_THREAD_MULTIPLE; communicators on the thread that created it) and
 // finalises it when destroyed. One per process.
 class MpiSession {
  public:

@@ -3,6 +3,7 @@
 
 #include <mpi.h>
 
+#include <memory>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -25,6 +26,11 @@ void keepAliveUntilFinalize(std::vector<at::Tensor> buffers);
 // The MPI datatype tl reduces `type` with; tl::Error for dtypes allreduce does not support.
 MPI_Datatype reductionDatatype(at::ScalarType type);
 MPI_Op reductionOperation(ReduceOp op);
+
+// The MPI communicator behind an MPI backend's Communicator (tl::Error for other backends).
+MPI_Comm mpiHandle(Communicator& comm);
+// A Communicator owning `comm` (freed when it is destroyed), with default options.
+std::unique_ptr<Communicator> adoptMpiCommunicator(MPI_Comm comm);
 
 // Frees a derived datatype when the scope ends. MPI allows this as soon as the operations
 // using it are started.

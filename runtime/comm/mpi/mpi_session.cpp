@@ -38,7 +38,7 @@ void checkOnMpiThread(const char* operation) {
            " needs MPI, but no tl::comm::MpiSession is alive in this process");
   TL_CHECK(std::this_thread::get_id() == gOwnerThread, operation,
            " was called from a thread other than the one that created the MpiSession; MPI runs "
-           "with MPI_THREAD_FUNNELED, so every MPI communicator must be used from that thread");
+           "and tl's communicators are used from that thread only");
 }
 
 void keepAliveUntilFinalize(std::vector<at::Tensor> buffers) {
@@ -55,11 +55,13 @@ MpiSession::MpiSession(int* argc, char*** argv) {
            "MPI is already initialised: create one tl::comm::MpiSession per process, before any "
            "other use of MPI");
   int provided = MPI_THREAD_SINGLE;
-  TL_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
-  if (provided < MPI_THREAD_FUNNELED) {
+  // MPI_THREAD_MULTIPLE so that a job's lead can start processes (MPI_Comm_spawn) on a helper
+  // thread while it trains; communicators themselves stay on this thread.
+  TL_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+  if (provided < MPI_THREAD_MULTIPLE) {
     MPI_Finalize();
-    TL_CHECK(false, "this MPI library does not provide MPI_THREAD_FUNNELED (provided level ",
-             provided, ")");
+    TL_CHECK(false, "this MPI library does not provide MPI_THREAD_MULTIPLE (provided level ",
+             provided, "), which growing a job in place needs");
   }
   TL_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &worldRank_));
   TL_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &worldSize_));

@@ -1,0 +1,575 @@
+#include "launcher/elastic_job.h"
+
+#include <unistd.h>
+
+#include <ATen/ATen.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <numeric>
+#include <set>
+
+#include "common/check.h"
+#include "est/executor_builder.h"
+#include "runtime/comm/mpi/mpi_communicator.h"
+#include "runtime/comm/nccl/nccl_communicator.h"
+
+namespace tl::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string hostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+std::string joinInts(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+std::vector<int> countsOf(const est::Placement& p) {
+  std::vector<int> c;
+  for (int r = 0; r < p.processes(); ++r) c.push_back(p.count(r));
+  return c;
+}
+
+std::string absolutePath(const std::string& path) {
+  if (path.empty()) return path;
+  return std::filesystem::absolute(path).lexically_normal().string();
+}
+
+// The lead's answer to a request that names a layout, or the reason it cannot be had.
+std::optional<std::string> checkCounts(const std::vector<int>& counts, int logicalWorkers, int processes,
+                                       const std::string& what) {
+  if (int(counts.size()) != processes)
+    return str(what, " ", joinInts(counts), " has ", counts.size(), " entries for ", processes, " processes");
+  for (int c : counts) {
+    if (c < 1) return str(what, " ", joinInts(counts), ": every process needs at least one logical worker");
+  }
+  const int sum = std::accumulate(counts.begin(), counts.end(), 0);
+  if (sum != logicalWorkers)
+    return str(what, " ", joinInts(counts), " sums to ", sum, " but the job has ", logicalWorkers,
+               " logical workers");
+  return std::nullopt;
+}
+
+std::vector<int> evenCounts(int logicalWorkers, int processes) {
+  std::vector<int> c(size_t(processes), logicalWorkers / processes);
+  for (int r = 0; r < logicalWorkers % processes; ++r) ++c[size_t(r)];
+  return c;
+}
+
+// The command travels as int64s: a fixed header, then the lists.
+constexpr int kHeader = 6;
+
+}  // namespace
+
+json toJson(const JoinOffer& o) {
+  return {{"job", toJson(o.job)},
+          {"gpu_comm", o.gpuComm},
+          {"checkpoint_dir", o.checkpointDir},
+          {"checkpoint_every", o.checkpointEvery},
+          {"stop_at_step", o.stopAtStep},
+          {"join_timeout_s", o.joinTimeoutSeconds}};
+}
+
+JoinOffer joinOfferFromJson(const json& j) {
+  JoinOffer o;
+  o.job = jobConfigFromJson(j.at("job"));
+  o.gpuComm = j.at("gpu_comm").get<std::string>();
+  o.checkpointDir = j.at("checkpoint_dir").get<std::string>();
+  o.checkpointEvery = j.at("checkpoint_every").get<int64_t>();
+  o.stopAtStep = j.at("stop_at_step").get<int64_t>();
+  o.joinTimeoutSeconds = j.at("join_timeout_s").get<double>();
+  return o;
+}
+
+json commandJson(const LayoutCommand& c, const std::vector<int>& current) {
+  return {{"kind", int64_t(c.kind)}, {"joiners", c.joiners}, {"target", c.target},
+          {"leave", c.leave},        {"current", current},   {"checkpoint", c.checkpoint}};
+}
+
+// The request being carried out, on the lead.
+struct ElasticController::Pending {
+  control::PendingRequest request;
+  LayoutCommand command;
+  Clock::time_point received = Clock::now();
+};
+
+// Processes being started for a grow, on the lead: a helper thread starts them one by one
+// (each its own MPI job, so each can later leave alone) and sends each its offer; the training
+// thread then waits, one poll per step, until every one is ready.
+struct ElasticController::Grow {
+  std::thread thread;
+  std::atomic<bool> started{false};  // the thread is done (successfully or not)
+  std::string error;                  // why starting failed (written by the thread before `started`)
+  std::vector<std::unique_ptr<comm::SpawnedProcess>> processes;
+  std::vector<bool> ready;
+  Clock::time_point begin = Clock::now();
+  double startSeconds = 0;  // until every process was ready
+
+  ~Grow() {
+    if (thread.joinable()) thread.join();
+  }
+  // Tells every started process that it will not join (it then exits on its own).
+  void cancel(const std::string& why) {
+    if (thread.joinable()) thread.join();
+    for (auto& p : processes) {
+      try {
+        p->send(json{{"cancel", why}}.dump());
+      } catch (const std::exception&) {
+      }
+    }
+    processes.clear();
+  }
+};
+
+ElasticController::ElasticController(Membership& membership, elastic::CheckpointPolicy& policy,
+                                     ElasticSettings settings, train::MetricsLog* metrics)
+    : membership_(membership), policy_(policy), settings_(std::move(settings)), metrics_(metrics) {}
+
+ElasticController::~ElasticController() {
+  if (grow_) grow_->cancel("the job ended");
+}
+
+void ElasticController::startControl(est::EstExecutor& executor) {
+  gatherHosts(executor);
+  updateStatus(executor.stepsDone(), executor);
+  if (!lead() || settings_.controlBind.empty() || settings_.offer.job.outputDir.empty()) return;
+  control::ServerOptions o;
+  o.jobDir = settings_.offer.job.outputDir;
+  o.bind = settings_.controlBind;
+  o.port = settings_.controlPort;
+  o.status = [this] { return statusJson(); };
+  server_ = std::make_unique<control::ControlServer>(o);
+  spdlog::info("control channel on {} (tl-ctl status {})", server_->address(), o.jobDir);
+}
+
+void ElasticController::finish(const std::string& why) {
+  if (grow_) {
+    grow_->cancel(why);
+    grow_.reset();
+  }
+  if (pending_) {
+    pending_->request.reply({control::Outcome::Refused, why, ""});
+    pending_.reset();
+  }
+  if (server_) {
+    while (auto r = server_->take()) r->reply({control::Outcome::Refused, why, ""});
+    server_.reset();
+  }
+}
+
+std::string ElasticController::statusJson() const {
+  std::lock_guard<std::mutex> lock(statusMutex_);
+  return status_.dump();
+}
+
+void ElasticController::updateStatus(int64_t stepsDone, est::EstExecutor& executor) {
+  if (!lead()) return;
+  const double now = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+  const auto& plan = executor.plan();
+  const double images = double(executor.config().batch) * executor.placement().logicalWorkers();
+  std::lock_guard<std::mutex> lock(statusMutex_);
+  if (lastStepTime_ > 0 && now > lastStepTime_) {
+    const double ips = images / (now - lastStepTime_);
+    const double old = status_.value("images_per_second", 0.0);
+    status_["images_per_second"] = old > 0 ? 0.8 * old + 0.2 * ips : ips;
+  }
+  lastStepTime_ = now;
+  status_["step"] = stepsDone;
+  status_["total_steps"] = plan.totalSteps;
+  status_["epoch"] = plan.stepsPerEpoch > 0 ? stepsDone / plan.stepsPerEpoch : 0;
+  status_["processes"] = executor.placement().processes();
+  status_["placement"] = executor.placement().toString();
+  status_["hosts"] = memberHosts_;
+  status_["logical_workers"] = executor.placement().logicalWorkers();
+  status_["rescales"] = rescales_;
+  if (!status_.contains("last_rescale")) status_["last_rescale"] = "none";
+  status_["pending"] = pending_ ? control::describe(pending_->request.request()) : "none";
+}
+
+// Every member's host name and device index, on the lead (for status and for the device a
+// started process takes). Collective over the members.
+void ElasticController::gatherHosts(est::EstExecutor& executor) {
+  constexpr int kWidth = 256;
+  std::string me = hostName();
+  me.resize(kWidth - 4, '\0');
+  at::Tensor mine = at::zeros({kWidth}, at::kByte);
+  std::memcpy(mine.data_ptr(), me.data(), me.size());
+  const int dev = membership_.deviceIndex;
+  std::memcpy(static_cast<uint8_t*>(mine.data_ptr()) + kWidth - 4, &dev, 4);
+  at::Tensor all = executor.comm().allgather(mine).contiguous();
+  memberHosts_.clear();
+  memberDevices_.clear();
+  for (int r = 0; r < all.size(0); ++r) {
+    const auto* row = static_cast<const uint8_t*>(all[r].data_ptr());
+    memberHosts_.emplace_back(reinterpret_cast<const char*>(row));
+    int d = 0;
+    std::memcpy(&d, row + kWidth - 4, 4);
+    memberDevices_.push_back(d);
+  }
+}
+
+std::optional<std::string> ElasticController::check(const control::Request& r, const est::EstExecutor& executor,
+                                                    LayoutCommand& c) const {
+  const int n = executor.placement().logicalWorkers();
+  const int p = executor.placement().processes();
+  using control::Command;
+  switch (r.command) {
+    case Command::Placement: {
+      if (auto why = checkCounts(r.placement, n, p, "placement")) return why;
+      c.kind = LayoutCommand::Placement;
+      c.target = r.placement;
+      c.leave.assign(size_t(p), 0);
+      return std::nullopt;
+    }
+    case Command::Checkpoint:
+      if (settings_.offer.checkpointDir.empty())
+        return std::string("the job has no checkpoint folder (start it with --checkpoint-dir or --output-dir)");
+      c.kind = LayoutCommand::Checkpoint;
+      return std::nullopt;
+    case Command::Stop:
+      if (r.checkpoint && settings_.offer.checkpointDir.empty())
+        return std::string("stop --checkpoint: the job has no checkpoint folder (start it with --checkpoint-dir or --output-dir)");
+      c.kind = LayoutCommand::Stop;
+      c.checkpoint = r.checkpoint;
+      return std::nullopt;
+    case Command::Rescale: break;
+    default: return std::string("unknown command");
+  }
+  std::set<int> removed;
+  for (int rank : r.removeRanks) {
+    if (rank < 0 || rank >= p) return str("--remove-ranks: the job has ranks 0 to ", p - 1, ", not ", rank);
+    if (rank == 0)
+      return std::string("--remove-ranks: rank 0 is the job's lead (control channel, logs) and stays; remove other ranks");
+    removed.insert(rank);
+  }
+  int processes = r.processes > 0 ? r.processes : p - int(removed.size());
+  if (processes < 1) return str("--processes ", processes, ": a job needs at least one process");
+  if (processes > n)
+    return str("--processes ", processes, ": the job has ", n, " logical workers, so at most ", n, " processes");
+  // Without --remove-ranks a shrink gives back the highest ranks.
+  if (removed.empty() && processes < p) {
+    for (int rank = processes; rank < p; ++rank) removed.insert(rank);
+  }
+  const int kept = p - int(removed.size());
+  if (kept > processes)
+    return str("--processes ", processes, " with --remove-ranks ", joinInts(r.removeRanks), " would keep ", kept,
+               " processes; remove more ranks or ask for more processes");
+  const int joiners = processes - kept;
+  int hostSlots = 0;
+  for (const auto& h : r.hosts) hostSlots += h.count;
+  if (!r.hosts.empty() && hostSlots != joiners)
+    return str("--hosts names ", hostSlots, " new processes but the rescale starts ", joiners);
+  if (!r.placement.empty()) {
+    if (auto why = checkCounts(r.placement, n, processes, "--placement")) return why;
+  }
+  if (joiners > 0 && settings_.program.empty()) return std::string("this job cannot start processes");
+  c.kind = LayoutCommand::Rescale;
+  c.joiners = joiners;
+  c.target = r.placement.empty() ? evenCounts(n, processes) : r.placement;
+  c.leave.assign(size_t(p + joiners), 0);
+  for (int rank : removed) c.leave[size_t(rank)] = 1;
+  if (joiners == 0 && removed.empty() && c.target == countsOf(executor.placement()))
+    return str("the job already runs on ", p, " processes with placement ", joinInts(c.target));
+  return std::nullopt;
+}
+
+void ElasticController::startGrow(int count, const std::vector<control::HostSlots>& hosts) {
+  grow_ = std::make_unique<Grow>();
+  std::vector<std::string> where;
+  for (const auto& h : hosts)
+    for (int i = 0; i < h.count; ++i) where.push_back(h.host);
+  where.resize(size_t(count));
+  // Devices in use per host: a started process takes the lowest free index on its host.
+  std::vector<std::pair<std::string, int>> used;
+  for (size_t r = 0; r < memberHosts_.size(); ++r) used.emplace_back(memberHosts_[r], memberDevices_[r]);
+  JoinOffer offer = settings_.offer;
+  Grow* g = grow_.get();
+  const std::string program = settings_.program;
+  g->thread = std::thread([g, where, used, offer, program]() mutable {
+    try {
+      for (const std::string& host : where) {
+        auto process = comm::SpawnedProcess::start(program, {"--joining-running-job"}, host);
+        const json hello = json::parse(process->receive());
+        const std::string itsHost = hello.at("hello").get<std::string>();
+        int device = 0;
+        while (std::any_of(used.begin(), used.end(), [&](const auto& u) { return u.first == itsHost && u.second == device; }))
+          ++device;
+        used.emplace_back(itsHost, device);
+        offer.job.deviceIndex = device;
+        process->send(toJson(offer).dump());
+        g->processes.push_back(std::move(process));
+        g->ready.push_back(false);
+      }
+    } catch (const std::exception& e) {
+      g->error = e.what();
+    }
+    g->started.store(true);
+  });
+}
+
+// The lead decides what happens at this boundary.
+LayoutCommand ElasticController::nextCommand(int64_t stepsDone, est::EstExecutor& executor) {
+  LayoutCommand none;
+  if (!server_) return none;
+  if (!pending_) {
+    auto request = server_->take();
+    if (!request) return none;
+    pending_ = std::make_unique<Pending>(Pending{std::move(*request), {}, Clock::now()});
+    const control::Request& r = pending_->request.request();
+    spdlog::info("control: {} (at step {})", control::describe(r), stepsDone);
+    if (stepsDone >= executor.plan().totalSteps) {
+      pending_->request.reply({control::Outcome::Refused, "the job has finished", ""});
+      pending_.reset();
+      return none;
+    }
+    if (auto why = check(r, executor, pending_->command)) {
+      spdlog::warn("control: refused {}: {}", control::describe(r), *why);
+      pending_->request.reply({control::Outcome::Refused, *why, ""});
+      pending_.reset();
+      return none;
+    }
+    if (pending_->command.joiners > 0) {
+      spdlog::info("control: starting {} process(es) while the job trains", pending_->command.joiners);
+      startGrow(int(pending_->command.joiners), r.hosts);
+      return none;
+    }
+    return pending_->command;
+  }
+  // A grow in progress: its processes say when they are ready (or why not).
+  if (!grow_ || !grow_->started.load()) return none;
+  std::string failure = grow_->error;
+  for (size_t i = 0; failure.empty() && i < grow_->processes.size(); ++i) {
+    if (grow_->ready[i]) continue;
+    if (auto message = grow_->processes[i]->poll()) {
+      const json m = json::parse(*message);
+      if (m.contains("ready")) grow_->ready[i] = true;
+      else failure = m.value("failed", std::string("the started process failed"));
+    }
+  }
+  if (failure.empty() && secondsSince(grow_->begin) > settings_.joinTimeoutSeconds)
+    failure = str("the started processes were not ready within --join-timeout ", settings_.joinTimeoutSeconds, " s");
+  if (!failure.empty()) {
+    const std::string why = str("grow failed, the job goes on with ", executor.placement().processes(),
+                                " processes: ", failure);
+    spdlog::error("control: {}", why);
+    grow_->cancel(why);
+    grow_.reset();
+    pending_->request.reply({control::Outcome::Failed, why, ""});
+    pending_.reset();
+    return none;
+  }
+  if (!std::all_of(grow_->ready.begin(), grow_->ready.end(), [](bool b) { return b; })) return none;
+  grow_->startSeconds = secondsSince(grow_->begin);
+  return pending_->command;
+}
+
+est::StepAction ElasticController::afterStep(int64_t stepsDone, est::EstExecutor& executor) {
+  const auto t0 = Clock::now();
+  if (policy_.afterStep(stepsDone, executor) == est::StepAction::Stop) {
+    finish("the job stopped");
+    return est::StepAction::Stop;
+  }
+  updateStatus(stepsDone, executor);
+  LayoutCommand command;
+  if (lead()) command = nextCommand(stepsDone, executor);
+  // One broadcast from the lead: what changes at this boundary (almost always nothing).
+  comm::Communicator& host = executor.comm();
+  at::Tensor header = at::zeros({kHeader}, at::kLong);
+  auto* h = header.data_ptr<int64_t>();
+  h[0] = command.kind;
+  h[1] = command.joiners;
+  h[2] = command.checkpoint;
+  h[3] = int64_t(command.target.size());
+  h[4] = int64_t(command.leave.size());
+  host.broadcast(header, 0);
+  if (h[0] == LayoutCommand::None) return est::StepAction::Continue;
+  command.kind = LayoutCommand::Kind(h[0]);
+  command.joiners = h[1];
+  command.checkpoint = h[2] != 0;
+  at::Tensor lists = at::zeros({h[3] + h[4] + 1}, at::kLong);
+  if (lead()) {
+    auto* l = lists.data_ptr<int64_t>();
+    for (size_t i = 0; i < command.target.size(); ++i) l[i] = command.target[i];
+    for (size_t i = 0; i < command.leave.size(); ++i) l[h[3] + int64_t(i)] = command.leave[i];
+  }
+  host.broadcast(lists, 0);
+  const auto* l = lists.data_ptr<int64_t>();
+  command.target.assign(l, l + h[3]);
+  command.leave.assign(l + h[3], l + h[3] + h[4]);
+
+  const std::string from = executor.placement().toString();
+  const int fromProcesses = executor.placement().processes();
+  if (command.kind == LayoutCommand::Checkpoint || command.kind == LayoutCommand::Stop) {
+    const bool write = command.kind == LayoutCommand::Checkpoint || command.checkpoint;
+    if (write) elastic::checkpointNow(executor, settings_.offer.checkpointDir);
+    if (pending_) {
+      pending_->request.reply({control::Outcome::Done,
+                               command.kind == LayoutCommand::Checkpoint
+                                   ? str("checkpoint at step ", stepsDone, " written to ", settings_.offer.checkpointDir)
+                                   : str("stopping after step ", stepsDone,
+                                         write ? " with a checkpoint in " + settings_.offer.checkpointDir : ""),
+                               ""});
+      pending_.reset();
+    }
+    if (command.kind == LayoutCommand::Checkpoint) return est::StepAction::Continue;
+    finish("the job stopped");
+    return est::StepAction::Stop;
+  }
+
+  const bool stays = apply(command, executor, nullptr);
+  if (!stays) return est::StepAction::Stop;
+  const double pause = secondsSince(t0);
+  ++rescales_;
+  maxPause_ = std::max(maxPause_, pause);
+  if (lead()) {
+    const double startup = grow_ ? grow_->startSeconds : 0;
+    const std::string to = executor.placement().toString();
+    const double mb = double(executor.lastLayoutBytes()) / 1e6;
+    std::string message = str("rescaled from ", fromProcesses, " processes (", from, ") to ",
+                              executor.placement().processes(), " (", to, ") at step ", stepsDone, ": ",
+                              tl::str(int(pause * 1000)), " ms pause, ", mb, " MB moved");
+    if (command.joiners > 0) message += str(", ", command.joiners, " process(es) started in ", startup, " s while the job trained");
+    spdlog::info("{}", message);
+    if (metrics_ && metrics_->enabled()) {
+      metrics_->write({{"type", "rescale"},
+                       {"step", stepsDone},
+                       {"from", from},
+                       {"to", to},
+                       {"pause_s", pause},
+                       {"bytes_moved", executor.lastLayoutBytes()},
+                       {"started_processes", command.joiners},
+                       {"startup_s", startup},
+                       {"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}});
+    }
+    {
+      std::lock_guard<std::mutex> lock(statusMutex_);
+      status_["last_rescale"] = str("step ", stepsDone, ": ", from, " -> ", to, " (", int(pause * 1000), " ms)");
+    }
+    grow_.reset();
+    if (pending_) {
+      pending_->request.reply({control::Outcome::Done, message, ""});
+      pending_.reset();
+    }
+    updateStatus(stepsDone, executor);
+  }
+  return est::StepAction::Continue;
+}
+
+bool ElasticController::apply(const LayoutCommand& command, est::EstExecutor& executor, comm::ParentLink* joining) {
+  // Communicators replaced here stay alive until the layout change is done.
+  std::vector<std::unique_ptr<comm::Communicator>> retired;
+  std::vector<int> current;
+  if (command.joiners > 0) {
+    if (!joining) {
+      current = countsOf(executor.placement());
+      // Each started process joins in turn; the members keep their ranks.
+      for (int64_t j = 0; j < command.joiners; ++j) {
+        comm::SpawnedProcess* process = nullptr;
+        if (lead()) {
+          process = grow_->processes.at(size_t(j)).get();
+          process->send(json{{"join", {{"index", j}, {"after", command.joiners - 1 - j},
+                                       {"command", commandJson(command, current)}}}}
+                            .dump());
+        }
+        auto widened = comm::admitProcess(*membership_.host, process);
+        retired.push_back(std::move(membership_.host));
+        membership_.host = std::move(widened);
+      }
+    } else {
+      current = command.current;
+    }
+    executor.admit(current, *membership_.host, membership_.device());
+  }
+  comm::Communicator& host = *membership_.host;
+  const bool leaving = !command.leave.empty() && command.leave.at(size_t(host.rank())) != 0;
+  const bool anyLeave = std::any_of(command.leave.begin(), command.leave.end(), [](int x) { return x != 0; });
+  std::unique_ptr<comm::Communicator> newHost;
+  if (anyLeave) newHost = host.split(leaving ? -1 : 0, host.rank());
+  comm::Communicator* finalHost = leaving ? nullptr : (newHost ? newHost.get() : &host);
+  std::unique_ptr<comm::Communicator> newGpu;
+  const bool membersChange = anyLeave || command.joiners > 0;
+  if (finalHost && membership_.useNccl && membersChange)
+    newGpu = comm::createNcclCommunicator(*finalHost, membership_.deviceIndex);
+  comm::Communicator* finalDevice = nullptr;
+  if (finalHost) {
+    if (newGpu) finalDevice = newGpu.get();
+    else if (membership_.useNccl) finalDevice = membership_.gpu.get();
+    else finalDevice = finalHost;
+  }
+  executor.changeLayout(est::Placement::withIdleMembers(command.target), finalHost, finalDevice);
+  if (leaving) {
+    retired.push_back(std::move(membership_.host));
+    retired.push_back(std::move(membership_.gpu));
+    return false;
+  }
+  if (newHost) {
+    retired.push_back(std::move(membership_.host));
+    membership_.host = std::move(newHost);
+  }
+  if (newGpu) {
+    retired.push_back(std::move(membership_.gpu));
+    membership_.gpu = std::move(newGpu);
+  }
+  if (membersChange) gatherHosts(executor);
+  return true;
+}
+
+std::unique_ptr<JoinedProcess> joinRunningJob(comm::ParentLink& lead) {
+  auto joined = std::make_unique<JoinedProcess>();
+  lead.send(json{{"hello", hostName()}}.dump());
+  joined->offer = joinOfferFromJson(json::parse(lead.receive()));
+  const JoinOffer& o = joined->offer;
+  Membership& m = joined->membership;
+  try {
+    m.useNccl = o.job.device.isCuda() && o.gpuComm == "nccl";
+    m.deviceIndex = o.job.deviceIndex;
+    // This process alone until it joins: it builds data, model, optimizer and reducer now,
+    // while the job trains.
+    m.host = comm::createMpiWorldCommunicator();
+    joined->executor = est::ExecutorBuilder(o.job)
+                           .layout(est::Placement::even(o.job.logicalWorkers, 1), *m.host, *m.host)
+                           .build();
+  } catch (const std::exception& e) {
+    lead.send(json{{"failed", str("the process started on ", hostName(), " could not get ready: ", e.what())}}.dump());
+    throw;
+  }
+  lead.send(json{{"ready", true}}.dump());
+  const json answer = json::parse(lead.receive());
+  if (answer.contains("cancel")) {
+    spdlog::info("not joining the job: {}", answer.at("cancel").get<std::string>());
+    return nullptr;
+  }
+  const json& join = answer.at("join");
+  const json& c = join.at("command");
+  LayoutCommand& command = joined->command;
+  command.kind = LayoutCommand::Kind(c.at("kind").get<int64_t>());
+  command.joiners = c.at("joiners").get<int64_t>();
+  command.target = c.at("target").get<std::vector<int>>();
+  command.leave = c.at("leave").get<std::vector<int>>();
+  command.current = c.at("current").get<std::vector<int>>();
+  command.checkpoint = c.at("checkpoint").get<bool>();
+  joined->retired.push_back(std::move(m.host));  // the executor still uses it until it is admitted
+  m.host = comm::joinLead(lead);
+  // The processes started after this one join next; this one is a member by then.
+  for (int64_t j = 0; j < join.at("after").get<int64_t>(); ++j) {
+    auto widened = comm::admitProcess(*m.host, nullptr);
+    joined->retired.push_back(std::move(m.host));
+    m.host = std::move(widened);
+  }
+  return joined;
+}
+
+}  // namespace tl::launcher
