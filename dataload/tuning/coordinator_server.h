@@ -8,7 +8,15 @@
 //
 // A connection is dropped (and its job leaves) when it closes, sends "leave", sends anything
 // malformed (logged with the reason, answered with an "error" message), stops reading its
-// assignments, or when the pid it registered no longer exists. With no connection at all for
+// assignments, or when the pid it registered no longer exists. One that has not registered
+// within registerTimeoutSeconds is closed.
+//
+// Descriptors are bounded: at most maxConnections connections, fewer when RLIMIT_NOFILE
+// leaves less room. At that limit a new connection replaces the oldest one that has not
+// registered, or is closed at once when all of them belong to jobs (a client retries later).
+// When accept() fails anyway (EMFILE, ENFILE, ENOMEM) the server stops polling the listener
+// for a back-off of 50 ms to 1 s instead of spinning on it; such warnings are logged at most
+// once per 10 s, with the number held back. With no connection at all for
 // idleExitSeconds, run() removes the socket and returns; it first takes the spawn lock of
 // ensureCoordinator so a job that is just starting a coordinator is not left with a dead one.
 //
@@ -18,6 +26,7 @@
 // the only method safe from other threads (and from a signal handler: it writes a pipe).
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,6 +46,8 @@ struct CoordinatorOptions {
   BalancerOptions balancer;
   double idleExitSeconds = 30;  // 0: never exit on idle
   double livenessCheckSeconds = 1;
+  double registerTimeoutSeconds = 10;  // a connection that has not registered by then is closed
+  int maxConnections = 1024;           // lowered further to fit RLIMIT_NOFILE
 };
 
 class CoordinatorServer {
@@ -63,9 +74,24 @@ class CoordinatorServer {
     std::string out;
     std::string jobId;  // empty until registered
     int64_t pid = 0;
+    std::chrono::steady_clock::time_point accepted;
+  };
+
+  // Lets a warning that could repeat every poll turn through once per interval.
+  class WarningThrottle {
+   public:
+    // True when this occurrence is to be logged; `heldBack` then says how many were not.
+    bool allow(int64_t& heldBack);
+
+   private:
+    std::chrono::steady_clock::time_point last_{};
+    int64_t held_ = 0;
   };
 
   void acceptAll();
+  void pauseAccepting(int error);
+  bool evictOldestUnregistered();
+  void closeUnregistered();
   void readFrom(int id, Connection& connection);
   void handleLine(int id, Connection& connection, const std::string& line);
   void flush(int id, Connection& connection);
@@ -85,6 +111,10 @@ class CoordinatorServer {
   std::map<int, Connection> connections_;
   std::map<int, std::string> dropped_;  // connections to remove after this poll round
   int nextId_ = 1;
+  size_t connectionLimit_ = 0;
+  std::chrono::steady_clock::time_point acceptPausedUntil_{};
+  double acceptBackoffSeconds_ = 0;
+  WarningThrottle acceptWarnings_, limitWarnings_, timeoutNotes_;
 };
 
 }  // namespace tl::tuning

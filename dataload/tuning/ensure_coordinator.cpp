@@ -22,7 +22,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool listening(const std::string& runDir) { return connectUnix(socketPath(runDir)).valid(); }
+// A coordinator whose backlog is full (stopped, or out of descriptors) still counts: a second
+// one could not take the run directory from it, and the job must not wait for either.
+bool listening(const std::string& runDir) { return someoneListens(socketPath(runDir)); }
 
 // Starts `sh -c '"$0" "$@" &' binary --run-dir DIR ...` and reaps the shell, which exits as
 // soon as the coordinator is forked.

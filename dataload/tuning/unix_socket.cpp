@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <system_error>
+#include <thread>
 
 #include "common/check.h"
 #include "common/files.h"
@@ -73,24 +75,40 @@ void prepareRunDir(const std::string& runDir) {
              "' belongs to another user (uid ", info.st_uid, ")");
 }
 
-UniqueFd connectUnix(const std::string& path) {
+UniqueFd connectUnix(const std::string& path, double timeoutSeconds) {
   sockaddr_un address;
   if (!fillAddress(path, address)) {
     errno = ENAMETOOLONG;
     return UniqueFd();
   }
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  // Non-blocking: a blocking connect() to a listener whose backlog is full waits until it
+  // accepts, which a stopped coordinator never does. On Linux a Unix-socket connect either
+  // completes at once or fails with EAGAIN (backlog full); it never returns EINPROGRESS.
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd.valid()) return fd;
-  int rc;
-  do {
-    rc = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  } while (rc != 0 && errno == EINTR);
-  if (rc != 0) {
-    int saved = errno;
-    fd.reset();
-    errno = saved;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(timeoutSeconds));
+  for (;;) {
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) break;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN || std::chrono::steady_clock::now() >= deadline) {
+      int saved = errno;
+      fd.reset();
+      errno = saved;
+      return fd;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  int flags = ::fcntl(fd.get(), F_GETFL, 0);
+  TL_CHECK(flags >= 0 && ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) == 0,
+           std::strerror(errno));
   return fd;
+}
+
+bool someoneListens(const std::string& path, double timeoutSeconds) {
+  UniqueFd fd = connectUnix(path, timeoutSeconds);
+  return fd.valid() || errno == EAGAIN;
 }
 
 UniqueFd listenUnix(const std::string& path) {

@@ -41,9 +41,14 @@ class UniqueFd {
 // when the socket path would not fit a sockaddr_un.
 void prepareRunDir(const std::string& runDir);
 
-// A connected stream socket, or an invalid UniqueFd with errno set (ENOENT: no socket file,
-// ECONNREFUSED: a stale socket file, nothing listens).
-UniqueFd connectUnix(const std::string& path);
+// A connected (blocking) stream socket, or an invalid UniqueFd with errno set (ENOENT: no
+// socket file, ECONNREFUSED: a stale socket file, nothing listens, EAGAIN: its listen backlog
+// stayed full for `timeoutSeconds`, so a process listens but does not accept: stopped, or out of
+// descriptors). Never waits longer than `timeoutSeconds`.
+UniqueFd connectUnix(const std::string& path, double timeoutSeconds = 1);
+
+// True when a process listens at `path`, also one that does not accept (connectUnix's EAGAIN).
+bool someoneListens(const std::string& path, double timeoutSeconds = 0.2);
 
 // Binds and listens at `path` (which must not exist). InputError naming the path on failure.
 UniqueFd listenUnix(const std::string& path);

@@ -4,14 +4,18 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -61,10 +65,40 @@ inline bool waitFor(const std::function<bool()>& condition, double seconds) {
   return true;
 }
 
+// A connection made without blocking, for a peer that may never accept: invalid (errno EAGAIN)
+// when the listener's backlog is full. It sends nothing unless asked to.
+inline UniqueFd connectWithoutWaiting(const std::string& runDir) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::string path = socketPath(runDir);
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    return UniqueFd();
+  }
+  return fd;
+}
+
+// CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat.
+inline double cpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t end = stat.rfind(')');
+  if (end == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(end + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) ticks += std::stod(field);  // utime, stime
+  }
+  return ticks / double(::sysconf(_SC_CLK_TCK));
+}
+
 // A protocol peer driven byte by byte, for what CoordinatorClient would never send.
 class RawConnection {
  public:
   explicit RawConnection(const std::string& runDir) : fd_(connectUnix(socketPath(runDir))) {}
+  explicit RawConnection(UniqueFd fd) : fd_(std::move(fd)) {}
   bool valid() const { return fd_.valid(); }
   bool send(const std::string& bytes) { return sendAll(fd_.get(), bytes); }
   // The next line, "" on timeout, "<closed>" when the peer closed.
