@@ -77,8 +77,11 @@ void CoordinatorClient::warnOnce(const std::string& message) {
 
 bool CoordinatorClient::tryConnect() {
   try {
+    // Either way the run directory is checked: the job trusts the socket found in it.
     if (!options_.coordinatorBinary.empty()) {
       ensureCoordinator(options_.runDir, options_.coordinatorBinary);
+    } else {
+      openRunDir(options_.runDir, false);
     }
   } catch (const std::exception& e) {
     warnOnce(str("node coordinator unavailable (", e.what(), "); keeping ", currentWorkers(),

@@ -12,10 +12,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
-#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "common/check.h"
@@ -53,11 +54,31 @@ std::string heldBackNote(int64_t heldBack) {
   return heldBack > 0 ? " (" + std::to_string(heldBack) + " more since the last such line)" : "";
 }
 
-UniqueFd openLockFile(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  TL_REQUIRE(fd.valid(), "cannot open lock file '", path, "': ", std::strerror(errno));
-  return fd;
-}
+// spdlog's file sinks open their file by name, following a symbolic link; this one writes to a
+// descriptor opened with O_NOFOLLOW.
+class DescriptorSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit DescriptorSink(UniqueFd fd) : fd_(std::move(fd)) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& message) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(message, line);
+    const char* data = line.data();
+    size_t left = line.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd_.get(), data, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // a full disk must not stop the coordinator
+      data += n;
+      left -= size_t(n);
+    }
+  }
+  void flush_() override {}
+
+ private:
+  UniqueFd fd_;
+};
 
 std::string snippet(const std::string& line) {
   return line.size() <= 120 ? line : line.substr(0, 120) + "...";
@@ -69,9 +90,9 @@ CoordinatorServer::CoordinatorServer(const CoordinatorOptions& options)
     : options_(options),
       balancer_(options.balancer),
       connectionLimit_(connectionLimit(options.maxConnections)) {
-  prepareRunDir(options_.runDir);
+  runDirFd_ = openRunDir(options_.runDir);
   socketFile_ = socketPath(options_.runDir);
-  instanceLock_ = openLockFile(instanceLockPath(options_.runDir));
+  instanceLock_ = openRunDirFile(runDirFd_.get(), options_.runDir, kInstanceLockFile, O_RDWR);
   // A coordinator that is shutting down holds the lock for a few more milliseconds after it
   // stopped listening; one that still accepts connections is alive.
   auto start = Clock::now();
@@ -87,7 +108,8 @@ CoordinatorServer::CoordinatorServer(const CoordinatorOptions& options)
     (void)!::pwrite(instanceLock_.get(), pid.data(), pid.size(), 0);
   }
 
-  auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(logPath(options_.runDir));
+  auto sink = std::make_shared<DescriptorSink>(
+      openRunDirFile(runDirFd_.get(), options_.runDir, kLogFile, O_WRONLY | O_APPEND));
   log_ = std::make_shared<spdlog::logger>("tl-coordinator", sink);
   log_->set_pattern("%Y-%m-%d %H:%M:%S.%e [%l] %v");
   log_->flush_on(spdlog::level::info);
@@ -182,7 +204,7 @@ void CoordinatorServer::run() {
       idleSince = Clock::now();
     } else if (secondsSince(idleSince) >= options_.idleExitSeconds) {
       // Not while a job holds the spawn lock: it has just found this coordinator alive.
-      exitLock = openLockFile(spawnLockPath(options_.runDir));
+      exitLock = openRunDirFile(runDirFd_.get(), options_.runDir, kSpawnLockFile, O_RDWR);
       if (::flock(exitLock.get(), LOCK_EX | LOCK_NB) == 0) {
         log_->info("no jobs for {} s; exiting", options_.idleExitSeconds);
         break;

@@ -52,10 +52,11 @@ struct CoordinatorOptions {
 
 class CoordinatorServer {
  public:
-  // Creates the run directory, takes the instance lock, replaces a stale socket and listens.
-  // When the lock is held: InputError at once if its holder accepts connections, else waits
-  // up to 5 s for it (a coordinator shutting down). InputError also when the socket cannot be
-  // created.
+  // Creates or checks the run directory (openRunDir), takes the instance lock, opens the log
+  // (neither through a symbolic link), replaces a stale socket and listens. When the lock is
+  // held: InputError at once if its holder listens, else waits up to 5 s for it (a
+  // coordinator shutting down). InputError naming the folder or file for an untrusted run
+  // directory or file, and when the socket cannot be created.
   explicit CoordinatorServer(const CoordinatorOptions& options);
   ~CoordinatorServer();
   CoordinatorServer(const CoordinatorServer&) = delete;
@@ -104,6 +105,7 @@ class CoordinatorServer {
   CoordinatorOptions options_;
   std::string socketFile_;
   std::shared_ptr<spdlog::logger> log_;
+  UniqueFd runDirFd_;  // the checked run directory its files are opened in
   UniqueFd instanceLock_;
   UniqueFd listener_;
   UniqueFd stopRead_, stopWrite_;

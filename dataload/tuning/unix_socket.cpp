@@ -8,7 +8,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <system_error>
 #include <thread>
 
@@ -27,16 +29,20 @@ bool fillAddress(const std::string& path, sockaddr_un& address) {
   return true;
 }
 
+std::string octalMode(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof(text), "%04o", unsigned(mode & 07777));
+  return text;
+}
+
 }  // namespace
 
-std::string socketPath(const std::string& runDir) { return joinPath(runDir, "coordinator.sock"); }
-std::string spawnLockPath(const std::string& runDir) {
-  return joinPath(runDir, "coordinator.lock");
-}
+std::string socketPath(const std::string& runDir) { return joinPath(runDir, kSocketFile); }
+std::string spawnLockPath(const std::string& runDir) { return joinPath(runDir, kSpawnLockFile); }
 std::string instanceLockPath(const std::string& runDir) {
-  return joinPath(runDir, "coordinator.pid");
+  return joinPath(runDir, kInstanceLockFile);
 }
-std::string logPath(const std::string& runDir) { return joinPath(runDir, "coordinator.log"); }
+std::string logPath(const std::string& runDir) { return joinPath(runDir, kLogFile); }
 
 std::string defaultRunDir() { return "/tmp/tl-coordinator-" + std::to_string(getuid()); }
 
@@ -56,23 +62,70 @@ void UniqueFd::reset(int fd) {
   fd_ = fd;
 }
 
-void prepareRunDir(const std::string& runDir) {
+UniqueFd openRunDir(const std::string& runDir, bool create) {
   TL_REQUIRE(!runDir.empty(), "coordinator run directory is empty");
   sockaddr_un address;
   TL_REQUIRE(fillAddress(socketPath(runDir), address), "coordinator run directory '", runDir,
              "' is too long: its socket path must be shorter than ", sizeof(address.sun_path),
              " bytes");
-  if (::mkdir(runDir.c_str(), 0700) != 0 && errno != EEXIST) {
-    // Parents may be missing; ensureWritableDir creates them and explains a failure.
-    ensureWritableDir(runDir, "coordinator run directory");
-    ::chmod(runDir.c_str(), 0700);
+  // "dir/" would resolve a symbolic link "dir" even with O_NOFOLLOW.
+  std::string dir = runDir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (create) {
+    int rc = ::mkdir(dir.c_str(), 0700);
+    if (rc != 0 && errno == ENOENT) {
+      // Parents may be missing; ensureWritableDir creates them and explains a failure.
+      std::string parent = std::filesystem::path(dir).parent_path().string();
+      if (!parent.empty()) ensureWritableDir(parent, "parent of the coordinator run directory");
+      rc = ::mkdir(dir.c_str(), 0700);
+    }
+    if (rc != 0 && errno != EEXIST) {
+      inputError("cannot create coordinator run directory '", runDir, "': ", std::strerror(errno));
+    }
+  }
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) {
+    int error = errno;
+    struct stat link;
+    if (::lstat(dir.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+      inputError("coordinator run directory '", runDir,
+                 "' is a symbolic link; refusing it (use the folder itself)");
+    }
+    if (error == ENOTDIR) inputError("coordinator run directory '", runDir, "' is not a directory");
+    inputError("cannot open coordinator run directory '", runDir, "': ", std::strerror(error));
+  }
+  // Checked on the open descriptor: what is checked is what the files are opened in.
+  struct stat info;
+  TL_CHECK(::fstat(fd.get(), &info) == 0, std::strerror(errno));
+  // Jobs trust what the socket in this directory tells them: it must be ours alone.
+  TL_REQUIRE(info.st_uid == ::geteuid(), "coordinator run directory '", runDir, "' belongs to uid ",
+             info.st_uid, ", not to this user (uid ", ::geteuid(), ")");
+  TL_REQUIRE((info.st_mode & (S_IWGRP | S_IWOTH)) == 0, "coordinator run directory '", runDir,
+             "' is writable by group or others (mode ", octalMode(info.st_mode),
+             "); make it private (chmod 700) or use another one");
+  return fd;
+}
+
+void prepareRunDir(const std::string& runDir) { openRunDir(runDir); }
+
+UniqueFd openRunDirFile(int dirFd, const std::string& runDir, const std::string& name, int flags) {
+  const std::string path = joinPath(runDir, name);
+  // O_NONBLOCK: a planted FIFO must not block the open.
+  UniqueFd fd(
+      ::openat(dirFd, name.c_str(), flags | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+  if (!fd.valid()) {
+    if (errno == ELOOP) inputError("'", path, "' is a symbolic link; refusing to open it");
+    inputError("cannot open '", path, "': ", std::strerror(errno));
   }
   struct stat info;
-  TL_REQUIRE(::stat(runDir.c_str(), &info) == 0 && S_ISDIR(info.st_mode),
-             "coordinator run directory '", runDir, "' is not a directory");
-  // Jobs trust what the socket in this directory tells them: it must be ours.
-  TL_REQUIRE(info.st_uid == ::getuid(), "coordinator run directory '", runDir,
-             "' belongs to another user (uid ", info.st_uid, ")");
+  TL_CHECK(::fstat(fd.get(), &info) == 0, std::strerror(errno));
+  TL_REQUIRE(S_ISREG(info.st_mode), "'", path, "' is not a regular file");
+  TL_REQUIRE(info.st_uid == ::geteuid(), "'", path, "' belongs to uid ", info.st_uid,
+             ", not to this user (uid ", ::geteuid(), ")");
+  int status = ::fcntl(fd.get(), F_GETFL, 0);
+  TL_CHECK(status >= 0 && ::fcntl(fd.get(), F_SETFL, status & ~O_NONBLOCK) == 0,
+           std::strerror(errno));
+  return fd;
 }
 
 UniqueFd connectUnix(const std::string& path, double timeoutSeconds) {

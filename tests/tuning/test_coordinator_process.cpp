@@ -38,26 +38,9 @@ EnsureCoordinatorOptions withArgs(std::vector<std::string> args) {
   return options;
 }
 
-pid_t coordinatorPid(const std::string& dir) {
-  return pid_t(std::stol(readFile(instanceLockPath(dir))));
-}
-
-// True once no coordinator holds the run directory's instance lock.
-bool coordinatorGone(const std::string& dir) {
-  UniqueFd fd(::open(instanceLockPath(dir).c_str(), O_RDWR | O_CLOEXEC));
-  return !fd.valid() || ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0;
-}
-
-// Stops the test's coordinator however the test ends.
-struct CoordinatorCleanup {
-  std::string dir;
-  ~CoordinatorCleanup() {
-    if (fileExists(instanceLockPath(dir)) && !coordinatorGone(dir)) {
-      ::kill(coordinatorPid(dir), SIGTERM);
-      waitFor([&] { return coordinatorGone(dir); }, 5);
-    }
-  }
-};
+using test_util::CoordinatorCleanup;
+using test_util::coordinatorGone;
+using test_util::coordinatorPid;
 
 TEST(CoordinatorProcess, EnsureStartsOneAndReusesIt) {
   auto dir = test_util::freshRunDir("tuning_ensure");

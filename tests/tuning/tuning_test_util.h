@@ -2,7 +2,10 @@
 // waiting with a deadline, and a raw protocol connection.
 #pragma once
 
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -93,6 +96,31 @@ inline double cpuSeconds(pid_t pid) {
   }
   return ticks / double(::sysconf(_SC_CLK_TCK));
 }
+
+// The pid a coordinator wrote to its instance lock file.
+inline pid_t coordinatorPid(const std::string& dir) {
+  std::ifstream in(instanceLockPath(dir));
+  long pid = 0;
+  in >> pid;
+  return pid_t(pid);
+}
+
+// True once no coordinator holds the run directory's instance lock.
+inline bool coordinatorGone(const std::string& dir) {
+  UniqueFd fd(::open(instanceLockPath(dir).c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  return !fd.valid() || ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0;
+}
+
+// Stops the test's coordinator however the test ends.
+struct CoordinatorCleanup {
+  std::string dir;
+  ~CoordinatorCleanup() {
+    if (!coordinatorGone(dir) && coordinatorPid(dir) > 0) {
+      ::kill(coordinatorPid(dir), SIGTERM);
+      waitFor([&] { return coordinatorGone(dir); }, 5);
+    }
+  }
+};
 
 // A protocol peer driven byte by byte, for what CoordinatorClient would never send.
 class RawConnection {
