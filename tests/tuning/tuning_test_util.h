@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -47,7 +47,8 @@ inline ReportMessage syntheticWindow(const ThroughputModel& truth, int workers, 
 }
 
 // A fresh run directory for a coordinator: under $TL_TEST_TMP like every test's files, or
-// under /tmp when that path would make the socket's path too long for a sockaddr_un.
+// under /tmp when that path would make the socket's path too long for a sockaddr_un. Mode 0700
+// whatever the umask: a group-writable folder (umask 002) would be refused.
 inline std::string freshRunDir(const std::string& name) {
   const char* base = std::getenv("TL_TEST_TMP");
   std::filesystem::path dir = std::filesystem::path(base ? base : "/tmp/tl-test") / name;
@@ -56,6 +57,8 @@ inline std::string freshRunDir(const std::string& name) {
   }
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace);
   return dir.string();
 }
 
