@@ -146,6 +146,7 @@ TEST_F(LaunchE2E, BadInputFailsFastWithOneClearMessageOnEveryRank) {
       {"impossible placement", "--logical-workers 4 --placement 3,2", "places 5 logical workers but the job has 4"},
       {"too few logical workers", "--logical-workers 1", "--logical-workers 1 is less than the 2 processes"},
       {"unwritable output", "--output-dir " + work + "/a-file/out", "a-file/out"},
+      {"learning rate beyond float", "--lr 1e300", "--lr: must be between"},
   };
   for (const auto& c : cases) {
     // Later flags override nothing: tl-launch refuses repeats, so each case adds its own.
