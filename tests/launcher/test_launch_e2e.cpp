@@ -163,4 +163,32 @@ TEST_F(LaunchE2E, BadInputFailsFastWithOneClearMessageOnEveryRank) {
   }
 }
 
+// Running out of memory while building the job is one line naming what was being built and
+// how much it needed, not libtorch's message with a C++ stack trace.
+TEST_F(LaunchE2E, OutOfMemoryIsOneLineNamingWhatWasBeingBuilt) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer needs more address space than the limit leaves";
+#endif
+  auto work = freshDir("e2e_oom");
+  auto images = work + "/images";
+  auto gen = runCommand(std::string(TL_DATA_BIN) + " jpeg-synth --out " + images +
+                            " --classes 2 --train 4 --val 2 --min-size 8 --max-size 16",
+                        60, work);
+  ASSERT_EQ(gen.exitCode, 0) << gen.err;
+  // An MLP on 3x4096x4096 inputs: a first layer of 256 x 50 M floats (48 GiB), under a 4 GB
+  // address-space limit.
+  auto r = runCommand(mpirun(1) + "/bin/sh -c 'ulimit -v 4000000; exec " + TL_LAUNCH_BIN +
+                          " --dataset imagefolder --data-dir " + images +
+                          " --model mlp --image-size 4096 --batch 2 --steps 1'",
+                      60, work);
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_EQ(countOccurrences(r.err, "tl-launch: error:"), 1) << r.err;
+  EXPECT_EQ(r.err.find("frame #"), std::string::npos) << "a stack trace:\n" << r.err;
+  const size_t begin = r.err.find("tl-launch: error:");
+  const std::string line =
+      begin == std::string::npos ? "" : r.err.substr(begin, r.err.find('\n', begin) - begin);
+  EXPECT_NE(line.find("out of memory building the model"), std::string::npos) << r.err;
+  EXPECT_NE(line.find("48.0 GiB"), std::string::npos) << r.err;
+}
+
 }  // namespace
