@@ -182,6 +182,15 @@ TEST(JobTable, OutputFoldersAreComparedAfterResolvingSymlinks) {
             "jobs.csv:3: output_folder: '" + real + "/' is already used by the job on line 2");
 }
 
+// Spreadsheets save CSV with a UTF-8 byte order mark in front of the header.
+TEST(JobTable, AByteOrderMarkBeforeTheHeaderIsIgnored) {
+  JobTable t = parse("\xEF\xBB\xBF" + kHeader + "cnn,,32,1,out/a,,0,\n");
+  EXPECT_TRUE(t.errors.empty()) << ::testing::PrintToString(t.errors);
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.jobs[0].model, "cnn");
+  EXPECT_EQ(t.jobs[0].line, 2);
+}
+
 TEST(JobTable, OverlappingPortRangesAreAnErrorOnlyForConcurrentJobs) {
   std::string text = kHeader + "cnn,,32,1,a,5000,0,\ncnn,,32,1,b,5016,0,\ncnn,,32,1,c,5064,0,\n";
   EXPECT_TRUE(parse(text).errors.empty());
