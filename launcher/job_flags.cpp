@@ -287,6 +287,16 @@ std::vector<LaunchFlag> buildTable() {
                      "/tmp/coord", TL_FIELD(coordinatorDir)));
   t.push_back(string("resume", kRun, "continue the job checkpointed in this folder, on any number of processes",
                      "/tmp/ck", TL_FIELD(resume)));
+  t.push_back(toggle(
+      "check", kRun,
+      "check the job without training (no mpirun needed): parse the flags as a launch would, "
+      "validate the job, open the data set, build the model, check every output path; print "
+      "'ok' (exit 0) or the error (exit 2)",
+      TL_FIELD(check), true));
+  t.push_back(integer<int>(
+      "check-processes", kRun,
+      "--check: the processes the job will run on [0: as launched: 1, or mpirun's -np]", "2",
+      TL_FIELD(checkProcesses), 0, 1 << 20));
   return t;
 }
 

@@ -21,6 +21,7 @@
 #include "elastic/job_checkpoint.h"
 #include "est/executor.h"
 #include "launcher/job_errors.h"
+#include "launcher/launch_check.h"
 #include "launcher/launch_options.h"
 #include "launcher/loader_tuning.h"
 #include "launcher/output_paths.h"
@@ -203,6 +204,7 @@ int runLaunch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (tl::launcher::wantsCheck(argc, argv)) return tl::launcher::runCheck(argc, argv);  // no MPI
   tl::tuneAllocatorForTraining();
   std::unique_ptr<tl::comm::MpiSession> mpi;
   try {
