@@ -20,6 +20,8 @@ struct LaunchOptions {
   std::string resume;              // checkpoint folder to continue from
   std::string coordinatorDir;      // node coordinator's run directory (--workers auto)
   std::string gpuComm = "nccl";    // how GPU tensors travel between processes: nccl or mpi
+  bool check = false;              // --check: validate the job and its paths, train nothing
+  int checkProcesses = 0;          // --check: the processes the job will have (0: as launched)
   std::set<std::string> given;     // flags given on the command line
   bool help = false;
   std::string usage;  // filled when help is true
