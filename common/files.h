@@ -3,13 +3,28 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tl {
 
 // Writes `bytes` to `path` atomically: a temporary file in the same folder, fsync, rename,
 // fsync of the folder. Readers see the old file or the new one, never a torn one.
 // Throws InputError naming the path when it cannot be written.
+//
+// The temporary is `.<name>.tmp.<pid>@<host>.XXXXXX`, flock'ed by its writer until it is
+// renamed or removed. A writer killed mid-write leaves it behind; the next write of the same
+// file removes such leftovers (removeStaleTemporaries).
 void writeFileAtomic(const std::string& path, std::string_view bytes);
+
+// Removes the temporaries of writeFileAtomic in `dir` whose writer is provably dead: named
+// after a process of this host that no longer exists, and not locked. Anything else (a live
+// writer's, another host's, a name of another form) is kept. `name` empty: temporaries of
+// every file, else only those of `dir/name`. Returns the paths removed.
+std::vector<std::string> removeStaleTemporaries(const std::string& dir,
+                                                const std::string& name = "");
+
+// This machine's host name ("localhost" when it has none).
+std::string hostName();
 
 // Reads a whole file. Throws InputError naming the path when it is missing or unreadable.
 std::string readFile(const std::string& path);

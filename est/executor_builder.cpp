@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "est/local_batches.h"
+#include "runtime/train/out_of_memory.h"
 
 namespace tl::est {
 namespace {
@@ -38,16 +39,22 @@ EstExecutor::Parts ExecutorBuilder::parts() {
   Replica& r = *p.replica;
   r.device = train::resolveDevice(config);
   at::set_num_threads(config.computeThreads);
-  p.data = train::openJobData(config);
+  // Running out of memory in any of these is one line naming the part (train::whileBuilding).
+  train::whileBuilding("the data loader", [&] { p.data = train::openJobData(config); });
   train::adaptModelToData(config, p.data.train->dataset());
 
   // Same seed on every process: identical initial parameters (DDP then broadcasts rank 0's).
   torch::manual_seed(config.seed);
-  r.model = models::createModel(config.model);
-  r.model->to(r.device);
+  train::whileBuilding(train::describeModel(config.model), [&] {
+    r.model = models::createModel(config.model);
+    r.model->to(r.device);
+  });
   r.model->train();
-  r.optimizer = optim::createOptimizer(config.optimizer, r.model->parameters());
-  r.useReducer(config.reduction, *device_, config.bucketBytes);
+  train::whileBuilding("the optimizer", [&] {
+    r.optimizer = optim::createOptimizer(config.optimizer, r.model->parameters());
+  });
+  train::whileBuilding("the gradient reducer",
+                       [&] { r.useReducer(config.reduction, *device_, config.bucketBytes); });
   p.backend = createBackend(config, r);
 
   const int n = p.placement.logicalWorkers();

@@ -3,6 +3,7 @@
 // with one clear message and a non-zero exit instead of a hang.
 #pragma once
 
+#include <exception>
 #include <functional>
 #include <string>
 
@@ -16,7 +17,16 @@ namespace tl::launcher {
 int prepareOnAllRanks(comm::Communicator& world, const std::string& program,
                       const std::function<void()>& prepare);
 
-// Prints "<program>: error: <what>" to stderr.
+// Prints "<program>: error: <what>" to stderr, without a C++ backtrace that `what` may carry
+// (libtorch's errors append one).
 void printError(const std::string& program, const std::string& what);
+
+// The message of `e` for a user: libtorch's errors without their backtrace; running out of
+// memory as "out of memory <while>: ..." (see train::whileBuilding).
+std::string errorMessage(const std::exception& e,
+                         const std::string& during = "while preparing the job");
+
+// The exit status for `e`: 2 for bad input (InputError, running out of memory), 1 otherwise.
+int exitCodeFor(const std::exception& e);
 
 }  // namespace tl::launcher

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -73,16 +74,33 @@ LaunchFlag integer(std::string name, FlagRole role, std::string help, std::strin
                });
 }
 
+// Real-valued settings end up in floats (libtorch's optimizer options, schedules), so every
+// range is finite and within what a float holds; the bounds below are what makes sense.
+constexpr double kMaxRate = 1e3;    // learning rates and per-step factors
+constexpr double kMaxEpochs = 1e6;  // lengths in epochs
+
+void checkRealRange(const std::string& name, double min, double max) {
+  TL_CHECK(std::isfinite(min) && std::isfinite(max) && min <= max &&
+               std::abs(min) <= std::numeric_limits<float>::max() &&
+               std::abs(max) <= std::numeric_limits<float>::max(),
+           "--", name, ": range [", min, ", ", max, "] is not a finite float range");
+}
+
+// A real field in [min, max].
 template <typename Field>
 LaunchFlag real(std::string name, FlagRole role, std::string help, std::string example, Field field,
-                double min, double max = 1e300) {
+                double min, double max) {
+  checkRealRange(name, min, max);
   const std::string flag = "--" + name;
-  return bound(name, role, std::move(help), std::move(example), field,
-               [=](LaunchOptions& o, const std::string& v) {
-                 const double x = parseDouble(v, flag);
-                 if (x < min || x > max) inputError(flag, ": must be between ", min, " and ", max, ", got ", x);
-                 field(o) = x;
-               });
+  LaunchFlag f = bound(name, role, std::move(help), std::move(example), field,
+                       [=](LaunchOptions& o, const std::string& v) {
+                         const double x = parseDouble(v, flag);
+                         if (x < min || x > max)
+                           inputError(flag, ": must be between ", min, " and ", max, ", got ", x);
+                         field(o) = x;
+                       });
+  f.realRange = std::make_pair(min, max);
+  return f;
 }
 
 template <typename Field>
@@ -187,27 +205,30 @@ std::vector<LaunchFlag> buildTable() {
   t.push_back(integer<int64_t>("steps", kDefining, "optimizer steps to train (instead of --epochs)", "7",
                                TL_FIELD(job.steps), 0));
   t.push_back(choice("optimizer", kDefining, "optimizer", optim::optimizerNames(), "adam", TL_FIELD(job.optimizer.name)));
-  t.push_back(real("lr", kDefining, "base learning rate", "0.2", TL_FIELD(job.optimizer.lr), 0));
+  t.push_back(
+      real("lr", kDefining, "base learning rate", "0.2", TL_FIELD(job.optimizer.lr), 0, kMaxRate));
   t.push_back(real("momentum", kDefining, "momentum (sgd, nesterov)", "0.5", TL_FIELD(job.optimizer.momentum), 0, 1));
   t.push_back(real("dampening", kDefining, "momentum dampening (sgd)", "0.1", TL_FIELD(job.optimizer.dampening), 0, 1));
   t.push_back(real("weight-decay", kDefining, "weight decay (decoupled for adamw)", "0.0005",
-                   TL_FIELD(job.optimizer.weightDecay), 0));
+                   TL_FIELD(job.optimizer.weightDecay), 0, kMaxRate));
   t.push_back(real("beta1", kDefining, "Adam beta1", "0.8", TL_FIELD(job.optimizer.beta1), 0, 1));
   t.push_back(real("beta2", kDefining, "Adam beta2", "0.99", TL_FIELD(job.optimizer.beta2), 0, 1));
   t.push_back(real("eps", kDefining, "term added to denominators (negative: PyTorch's default per optimizer)",
                    "1e-07", TL_FIELD(job.optimizer.eps), -1, 1));
   t.push_back(real("rho", kDefining, "Adadelta rho", "0.8", TL_FIELD(job.optimizer.rho), 0, 1));
-  t.push_back(real("lr-decay", kDefining, "Adagrad learning-rate decay", "0.01", TL_FIELD(job.optimizer.lrDecay), 0));
+  t.push_back(real("lr-decay", kDefining, "Adagrad learning-rate decay", "0.01",
+                   TL_FIELD(job.optimizer.lrDecay), 0, kMaxRate));
   t.push_back(real("initial-accumulator", kDefining, "Adagrad initial accumulator value", "0.1",
-                   TL_FIELD(job.optimizer.initialAccumulator), 0));
+                   TL_FIELD(job.optimizer.initialAccumulator), 0, kMaxRate));
   t.push_back(choice("lr-schedule", kDefining, "learning-rate schedule", {"constant", "step", "cosine"}, "cosine",
                      TL_FIELD(job.schedule.kind)));
   t.push_back(real("lr-step-epochs", kDefining, "step schedule: epochs between decays", "2",
-                   TL_FIELD(job.schedule.stepEpochs), 0));
+                   TL_FIELD(job.schedule.stepEpochs), 0, kMaxEpochs));
   t.push_back(real("lr-gamma", kDefining, "step schedule: decay factor", "0.5", TL_FIELD(job.schedule.gamma), 0, 1));
   t.push_back(real("warmup-epochs", kDefining, "linear warm-up length in epochs", "1",
-                   TL_FIELD(job.schedule.warmupEpochs), 0));
-  t.push_back(real("min-lr", kDefining, "cosine schedule: final learning rate", "0.001", TL_FIELD(job.schedule.minLr), 0));
+                   TL_FIELD(job.schedule.warmupEpochs), 0, kMaxEpochs));
+  t.push_back(real("min-lr", kDefining, "cosine schedule: final learning rate", "0.001",
+                   TL_FIELD(job.schedule.minLr), 0, kMaxRate));
   // What else decides the bits.
   t.push_back(integer<uint64_t>("seed", kDefining, "seed of the job (model init, data order, augmentation)", "9",
                                 TL_FIELD(job.seed), 0));
@@ -240,6 +261,7 @@ std::vector<LaunchFlag> buildTable() {
         o.job.bucketBytes = int64_t(mb * 1024 * 1024);
       },
       [](const LaunchOptions& o) { return text(double(o.job.bucketBytes) / (1024 * 1024)); }));
+  t.back().realRange = std::make_pair(0.001, 4096.0);
   t.push_back(custom(
       "placement", kRun, "ESTs per process in rank order, e.g. 2,1,1 [even]", "3,1",
       [](LaunchOptions& o, const std::string& v) { o.placement = parseIntList(v, "--placement"); },
@@ -274,6 +296,16 @@ std::vector<LaunchFlag> buildTable() {
                    "600", TL_FIELD(joinTimeoutSeconds), 1, 86400));
   t.push_back(string("resume", kRun, "continue the job checkpointed in this folder, on any number of processes",
                      "/tmp/ck", TL_FIELD(resume)));
+  t.push_back(toggle(
+      "check", kRun,
+      "check the job without training (no mpirun needed): parse the flags as a launch would, "
+      "validate the job, open the data set, build the model, check every output path; print "
+      "'ok' (exit 0) or the error (exit 2)",
+      TL_FIELD(check), true));
+  t.push_back(integer<int>(
+      "check-processes", kRun,
+      "--check: the processes the job will run on [0: as launched: 1, or mpirun's -np]", "2",
+      TL_FIELD(checkProcesses), 0, 1 << 20));
   return t;
 }
 

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launcher/launch_options.h"
@@ -28,6 +30,8 @@ struct LaunchFlag {
   std::function<void(LaunchOptions&, const std::string&)> set;
   // The field's value as text: the default in --help, and what resume compares.
   std::function<std::string(const LaunchOptions&)> show;
+  // Flags taking a real number: the values accepted (finite, within what a float holds).
+  std::optional<std::pair<double, double>> realRange;
 };
 
 // Every tl-launch flag, in --help order.

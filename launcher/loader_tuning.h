@@ -27,7 +27,9 @@ class CoordinatorTuner final : public est::LoaderTuner {
 
 // Connects this process of the job to the node coordinator in `runDir` (default:
 // tuning::defaultRunDir()), starting tl-coordinator from next to this executable when none
-// runs. If it cannot be reached the job keeps its pool size (a warning is logged).
+// runs. Waits at most ~1 s (the client's connect timeout): when the coordinator cannot be
+// reached or does not answer, the job trains with its start size (a warning is logged) and
+// attaches in the background once the coordinator answers.
 std::unique_ptr<CoordinatorTuner> connectToCoordinator(const JobConfig& job, const std::string& runDir,
                                                        int rank);
 

@@ -5,6 +5,7 @@
 // Exit status: 0 after an idle exit or a stop signal; 2 for bad flags or when another
 // coordinator already serves the run directory; 1 for an internal error.
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <string>
@@ -22,6 +23,15 @@ tl::tuning::CoordinatorServer* gServer = nullptr;
 
 void onStopSignal(int) {
   if (gServer) gServer->requestStop();  // writes a pipe: async-signal-safe
+}
+
+// Room for many jobs' connections: the soft descriptor limit (often 1024) up to the hard one.
+// The server still fits its connection limit to whatever limit holds.
+void raiseDescriptorLimit() {
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= files.rlim_max) return;
+  files.rlim_cur = files.rlim_max;
+  (void)::setrlimit(RLIMIT_NOFILE, &files);
 }
 
 void installStopSignals() {
@@ -48,7 +58,12 @@ int run(int argc, char** argv) {
                      1);
   tl::cli::addInt(*app, "--hardware-cores", &options.balancer.hardwareCores,
                   "cores of the node; 0: detect", 0);
+  tl::cli::addDouble(*app, "--register-timeout-seconds", &options.registerTimeoutSeconds,
+                     "close a connection that has not registered by then; 0: never", 0);
+  tl::cli::addInt(*app, "--max-connections", &options.maxConnections,
+                  "most connections served at once (lowered to fit the descriptor limit)", 1);
   if (!tl::cli::parse(*app, argc, argv)) return tl::cli::kExitOk;
+  raiseDescriptorLimit();
   tl::tuning::CoordinatorServer server(options);
   gServer = &server;
   installStopSignals();

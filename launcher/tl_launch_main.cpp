@@ -23,8 +23,10 @@
 #include "est/executor.h"
 #include "launcher/elastic_job.h"
 #include "launcher/job_errors.h"
+#include "launcher/launch_check.h"
 #include "launcher/launch_options.h"
 #include "launcher/loader_tuning.h"
+#include "launcher/output_paths.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
 #include "runtime/comm/mpi/mpi_spawn.h"
 #include "runtime/comm/nccl/nccl_communicator.h"
@@ -195,6 +197,7 @@ int runLaunch(int argc, char** argv) {
   JobConfig job;
   std::optional<est::Placement> placement;
   std::optional<elastic::JobCheckpoint> checkpoint;
+  launcher::HeldOutputs outputs;  // the lead rank's locks on the job's folders
   // Start-up in two collective-free phases, each ending with every rank agreeing that all went
   // well, around the one collective set-up step (the GPU communicator).
   int failed = launcher::prepareOnAllRanks(*world, kProgram, [&] {
@@ -218,8 +221,7 @@ int runLaunch(int argc, char** argv) {
     TL_REQUIRE(!job.device.isCuda() || options.gpuComm != "nccl" || comm::ncclAvailable(),
                "--device cuda: this tl was built without NCCL (configure with -DTL_WITH_NCCL=ON, "
                "or use --gpu-comm mpi)");
-    if (lead && !job.outputDir.empty()) ensureWritableDir(job.outputDir);
-    if (lead && !options.checkpointDir.empty()) ensureWritableDir(options.checkpointDir, "checkpoint directory");
+    if (lead) outputs = launcher::prepareOutputs(options);
   });
   if (failed) return failed;
   if (options.help) {
@@ -291,6 +293,7 @@ int runLaunch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (tl::launcher::wantsCheck(argc, argv)) return tl::launcher::runCheck(argc, argv);  // no MPI
   tl::tuneAllocatorForTraining();
   std::unique_ptr<tl::comm::MpiSession> mpi;
   try {

@@ -52,9 +52,20 @@ int CoordinatorClient::currentWorkers() const {
 
 bool CoordinatorClient::connect() {
   if (io_.joinable()) return connected();
-  bool ok = tryConnect();
-  if (ok || options_.reconnectSeconds > 0) io_ = std::thread([this] { ioLoop(); });
-  return ok;
+  io_ = std::thread([this] { ioLoop(); });
+  bool answered;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    answered = firstAttemptDone_.wait_for(
+        lock, std::chrono::duration<double>(options_.connectTimeoutSeconds),
+        [this] { return firstAttempted_; });
+  }
+  if (!answered) {
+    warnOnce(str("the node coordinator at ", socketPath(options_.runDir), " did not answer within ",
+                 options_.connectTimeoutSeconds, " s; training with ", currentWorkers(),
+                 " loader workers until it does"));
+  }
+  return connected();
 }
 
 void CoordinatorClient::warnOnce(const std::string& message) {
@@ -66,20 +77,24 @@ void CoordinatorClient::warnOnce(const std::string& message) {
 
 bool CoordinatorClient::tryConnect() {
   try {
+    // Either way the run directory is checked: the job trusts the socket found in it.
     if (!options_.coordinatorBinary.empty()) {
       ensureCoordinator(options_.runDir, options_.coordinatorBinary);
+    } else {
+      openRunDir(options_.runDir, false);
     }
   } catch (const std::exception& e) {
     warnOnce(str("node coordinator unavailable (", e.what(), "); keeping ", currentWorkers(),
                  " loader workers"));
     return false;
   }
-  UniqueFd fd = connectUnix(socketPath(options_.runDir));
+  UniqueFd fd = connectUnix(socketPath(options_.runDir), options_.connectTimeoutSeconds);
   RegisterMessage hello{options_.jobId,      int64_t(::getpid()), options_.computeThreads,
                         options_.minWorkers, options_.maxWorkers, currentWorkers()};
   if (!fd.valid() || !sendAll(fd.get(), encode(JobMessage{hello}))) {
-    warnOnce(str("no node coordinator at ", socketPath(options_.runDir), " (", std::strerror(errno),
-                 "); keeping ", currentWorkers(), " loader workers"));
+    std::string why = errno == EAGAIN ? "it does not accept connections" : std::strerror(errno);
+    warnOnce(str("no node coordinator at ", socketPath(options_.runDir), " (", why, "); keeping ",
+                 currentWorkers(), " loader workers"));
     return false;
   }
   setNonBlocking(fd.get());
@@ -130,6 +145,12 @@ void CoordinatorClient::lose(const std::string& why) {
 }
 
 void CoordinatorClient::ioLoop() {
+  tryConnect();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    firstAttempted_ = true;
+  }
+  firstAttemptDone_.notify_all();
   for (;;) {
     bool stopping;
     {

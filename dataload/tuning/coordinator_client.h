@@ -4,7 +4,7 @@
 // Integration in a training loop (the client never touches the loader itself):
 //
 //   tuning::CoordinatorClient client({runDir, "resnet/0", computeThreads, workers, 1, 8, bin});
-//   client.connect();                        // false: no coordinator; the job runs as it is
+//   client.connect();                        // false: not (yet) registered; the job runs as it is
 //   ...every window (e.g. ~1 s of steps, one pool size):
 //   client.report({loader.workers(), busyDelta, producedDelta}, {computeDelta, consumedDelta},
 //                 waitDelta);
@@ -12,20 +12,26 @@
 //
 // A window should cover a single pool size: start the next one after setWorkers.
 //
-// Failure behaviour: when the coordinator cannot be reached, goes away or rejects the job, the
-// job keeps its current pool size; the client logs a warning once per outage (spdlog's default
-// logger), never throws from report() or pendingWorkers(), never blocks the training thread,
-// and is immune to SIGPIPE (MSG_NOSIGNAL). With reconnectSeconds > 0 it retries in the
-// background (starting a coordinator through ensureCoordinator when coordinatorBinary is set)
-// and registers again with the size the job runs now. A rejection (a duplicate job id, bad
-// limits) is permanent: no retries.
+// Failure behaviour: when the coordinator cannot be reached, does not answer, goes away or
+// rejects the job, the job keeps its current pool size; the client logs a warning once per
+// outage (spdlog's default logger), never throws from report() or pendingWorkers(), never blocks
+// the training thread, and is immune to SIGPIPE (MSG_NOSIGNAL). connect() waits at most
+// connectTimeoutSeconds, so a coordinator that is alive but does not accept (stopped, out
+// of descriptors) delays the job's start by that much at most. With reconnectSeconds > 0 it
+// retries in the background (starting a coordinator through ensureCoordinator when
+// coordinatorBinary is set) and registers with the size the job runs now, so a job that
+// started without its coordinator attaches when it answers. A rejection (a duplicate job id,
+// bad limits) is permanent: no retries.
 //
 // Threading: connect(), report(), pendingWorkers() and the accessors may be called from any
-// thread. A background I/O thread owns the socket after connect(); report() only queues.
-// The destructor sends "leave" (waiting at most ~1 s for the socket) and joins that thread.
+// thread. A background I/O thread, started by connect(), owns the socket and makes every
+// connection attempt; report() only queues. The destructor sends "leave" (waiting at most ~1 s
+// for the socket) and joins that thread, which may first finish an attempt in progress (at most
+// connectTimeoutSeconds, or ensureCoordinator's timeout while it starts a coordinator).
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -46,8 +52,9 @@ struct CoordinatorClientOptions {
   int initialWorkers = 1;  // the pool size the job starts with
   int minWorkers = 1;
   int maxWorkers = 8;
-  std::string coordinatorBinary;  // set: start tl-coordinator when none listens
-  double reconnectSeconds = 2;    // 0: stay disconnected once the coordinator is lost
+  std::string coordinatorBinary;     // set: start tl-coordinator when none listens
+  double reconnectSeconds = 2;       // 0: stay disconnected once the coordinator is lost
+  double connectTimeoutSeconds = 1;  // longest wait in connect() and in one connection attempt
 };
 
 class CoordinatorClient {
@@ -58,8 +65,10 @@ class CoordinatorClient {
   CoordinatorClient(const CoordinatorClient&) = delete;
   CoordinatorClient& operator=(const CoordinatorClient&) = delete;
 
-  // Connects (starting a coordinator first when coordinatorBinary is set) and registers.
-  // False when that failed (logged once); the background thread keeps retrying if allowed.
+  // Connects (starting a coordinator first when coordinatorBinary is set) and registers, on
+  // the background thread; waits for that at most connectTimeoutSeconds. False when it failed
+  // or did not finish in time (logged once); the attempt in progress goes on, and the thread
+  // keeps retrying if allowed.
   bool connect();
   // Queues one measurement window; dropped while disconnected. Never blocks.
   void report(const LoaderObservation& loader, const ComputeObservation& compute,
@@ -74,7 +83,7 @@ class CoordinatorClient {
   int currentWorkers() const;
 
  private:
-  bool tryConnect();  // I/O thread, or connect() before the thread starts
+  bool tryConnect();  // I/O thread
   void ioLoop();
   void receive();
   void flushOutput();
@@ -93,6 +102,8 @@ class CoordinatorClient {
   std::deque<std::string> queue_;
   std::optional<int> pending_;
   int lastDelivered_;
+  std::condition_variable firstAttemptDone_;
+  bool firstAttempted_ = false;
   bool stopping_ = false;
   bool warned_ = false;
 

@@ -22,12 +22,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool listening(const std::string& runDir) { return connectUnix(socketPath(runDir)).valid(); }
+// A coordinator whose backlog is full (stopped, or out of descriptors) still counts: a second
+// one could not take the run directory from it, and the job must not wait for either.
+bool listening(const std::string& runDir) { return someoneListens(socketPath(runDir)); }
 
 // Starts `sh -c '"$0" "$@" &' binary --run-dir DIR ...` and reaps the shell, which exits as
 // soon as the coordinator is forked.
 void spawnDetached(const std::string& runDir, const std::string& binary,
-                   const std::vector<std::string>& extraArgs) {
+                   const std::vector<std::string>& extraArgs, int logFd) {
   std::vector<std::string> args{"/bin/sh", "-c", "\"$0\" \"$@\" &", binary, "--run-dir", runDir};
   args.insert(args.end(), extraArgs.begin(), extraArgs.end());
   std::vector<char*> argv;
@@ -38,9 +40,8 @@ void spawnDetached(const std::string& runDir, const std::string& binary,
   posix_spawnattr_t attributes;
   posix_spawn_file_actions_init(&actions);
   posix_spawnattr_init(&attributes);
-  const std::string log = logPath(runDir);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  posix_spawn_file_actions_adddup2(&actions, logFd, 1);  // opened without following a link
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   // New session: the job's Ctrl-C or its process group's signals do not reach the coordinator.
@@ -65,7 +66,7 @@ void spawnDetached(const std::string& runDir, const std::string& binary,
 
 bool ensureCoordinator(const std::string& runDir, const std::string& coordinatorBinary,
                        const EnsureCoordinatorOptions& options) {
-  prepareRunDir(runDir);
+  UniqueFd dir = openRunDir(runDir);
   if (listening(runDir)) return false;
   TL_REQUIRE(::access(coordinatorBinary.c_str(), X_OK) == 0, "coordinator binary '",
              coordinatorBinary, "' is not executable: ", std::strerror(errno));
@@ -73,9 +74,9 @@ bool ensureCoordinator(const std::string& runDir, const std::string& coordinator
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(options.timeoutSeconds));
   const std::string lockFile = spawnLockPath(runDir);
-  // O_CLOEXEC matters: a coordinator that inherited this descriptor would hold the lock.
-  UniqueFd lock(::open(lockFile.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  TL_REQUIRE(lock.valid(), "cannot open '", lockFile, "': ", std::strerror(errno));
+  // Close-on-exec (as every file openRunDirFile opens) matters: a coordinator that inherited
+  // this descriptor would hold the lock.
+  UniqueFd lock = openRunDirFile(dir.get(), runDir, kSpawnLockFile, O_RDWR);
   while (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
     TL_REQUIRE(errno == EWOULDBLOCK || errno == EINTR, "cannot lock '", lockFile,
                "': ", std::strerror(errno));
@@ -87,7 +88,9 @@ bool ensureCoordinator(const std::string& runDir, const std::string& coordinator
   }
   if (listening(runDir)) return false;  // started by whoever held the lock before us
 
-  spawnDetached(runDir, coordinatorBinary, options.extraArgs);
+  UniqueFd log = openRunDirFile(dir.get(), runDir, kLogFile, O_WRONLY | O_APPEND);
+  spawnDetached(runDir, coordinatorBinary, options.extraArgs, log.get());
+  log.reset();
   while (!listening(runDir)) {
     if (Clock::now() > deadline) {
       throw TimeoutError(str("tl-coordinator did not start listening on '", socketPath(runDir),

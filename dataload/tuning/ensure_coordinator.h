@@ -8,8 +8,10 @@
 // The coordinator is started detached from the caller: through /bin/sh in the background, in
 // a new session (no controlling terminal, reparented to init, so no zombie is left in the
 // job), with stdin from /dev/null, stdout and stderr appended to <run-dir>/coordinator.log,
-// and none of the caller's descriptors. posix_spawn is used rather than fork, because a job
-// process may be an MPI rank with many threads and registered memory.
+// and none of the caller's descriptors. The run directory is checked and its files opened as
+// openRunDir and openRunDirFile do (unix_socket.h): never through a symbolic link. posix_spawn is
+// used rather than fork, because a job process may be an MPI rank with many threads and registered
+// memory.
 //
 // Threading: callable from any thread; it blocks for at most `timeoutSeconds`.
 #pragma once
@@ -25,8 +27,9 @@ struct EnsureCoordinatorOptions {
 };
 
 // Returns once a coordinator accepts connections on <runDir>/coordinator.sock; true when this
-// call started it. InputError when the binary is not executable or the run directory is
-// unusable; tl::TimeoutError naming the log file when no coordinator listens in time.
+// call started it. InputError when the binary is not executable or the run directory (or a
+// file in it) is unusable or untrusted; tl::TimeoutError naming the log file when no coordinator
+// listens in time.
 bool ensureCoordinator(const std::string& runDir, const std::string& coordinatorBinary,
                        const EnsureCoordinatorOptions& options = {});
 

@@ -3,6 +3,12 @@
 // Every descriptor is close-on-exec, so a coordinator spawned from a job does not inherit the
 // job's sockets. Sends use MSG_NOSIGNAL: a peer that went away is an error code, not SIGPIPE.
 // Free functions and a move-only descriptor owner; no shared state.
+//
+// The run directory is trusted only when no other user can change what is in it: it must be a
+// real directory (not a symbolic link), owned by this user and not writable by group or others.
+// Its files are opened relative to the directory's descriptor with O_NOFOLLOW, so a symbolic
+// link planted there (while it was writable, or where fs.protected_symlinks=0) is refused
+// rather than followed to a file the coordinator must not touch.
 #pragma once
 
 #include <string>
@@ -11,10 +17,14 @@
 namespace tl::tuning {
 
 // The files of a coordinator's run directory.
-std::string socketPath(const std::string& runDir);        // coordinator.sock
-std::string spawnLockPath(const std::string& runDir);     // coordinator.lock (ensureCoordinator)
-std::string instanceLockPath(const std::string& runDir);  // coordinator.pid (held while alive)
-std::string logPath(const std::string& runDir);           // coordinator.log
+inline constexpr const char* kSocketFile = "coordinator.sock";
+inline constexpr const char* kSpawnLockFile = "coordinator.lock";    // ensureCoordinator
+inline constexpr const char* kInstanceLockFile = "coordinator.pid";  // held while alive
+inline constexpr const char* kLogFile = "coordinator.log";
+std::string socketPath(const std::string& runDir);
+std::string spawnLockPath(const std::string& runDir);
+std::string instanceLockPath(const std::string& runDir);
+std::string logPath(const std::string& runDir);
 // /tmp/tl-coordinator-<uid>
 std::string defaultRunDir();
 
@@ -37,13 +47,28 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-// Creates the run directory (mode 0700) if needed. InputError naming it when that fails or
-// when the socket path would not fit a sockaddr_un.
+// Opens the run directory, creating it (mode 0700, and its parents) first when `create` is
+// set. InputError naming it when that fails, when the socket path would not fit a sockaddr_un,
+// or when it is not to be trusted: a symbolic link, not a directory, owned by another user, or
+// writable by group or others.
+UniqueFd openRunDir(const std::string& runDir, bool create = true);
+// openRunDir, closing the descriptor.
 void prepareRunDir(const std::string& runDir);
 
-// A connected stream socket, or an invalid UniqueFd with errno set (ENOENT: no socket file,
-// ECONNREFUSED: a stale socket file, nothing listens).
-UniqueFd connectUnix(const std::string& path);
+// Opens (creating it with mode 0600) the file `name` of the run directory open as `dirFd`,
+// never through a symbolic link. `flags` are open(2)'s access flags (O_RDWR, O_WRONLY |
+// O_APPEND). InputError naming <runDir>/<name> when it is a symbolic link, not a regular file,
+// owned by another user, or cannot be opened.
+UniqueFd openRunDirFile(int dirFd, const std::string& runDir, const std::string& name, int flags);
+
+// A connected (blocking) stream socket, or an invalid UniqueFd with errno set (ENOENT: no
+// socket file, ECONNREFUSED: a stale socket file, nothing listens, EAGAIN: its listen backlog
+// stayed full for `timeoutSeconds`, so a process listens but does not accept: stopped, or out of
+// descriptors). Never waits longer than `timeoutSeconds`.
+UniqueFd connectUnix(const std::string& path, double timeoutSeconds = 1);
+
+// True when a process listens at `path`, also one that does not accept (connectUnix's EAGAIN).
+bool someoneListens(const std::string& path, double timeoutSeconds = 0.2);
 
 // Binds and listens at `path` (which must not exist). InputError naming the path on failure.
 UniqueFd listenUnix(const std::string& path);

@@ -12,6 +12,7 @@
 #include "common/check.h"
 #include "common/files.h"
 #include "launcher/submit/child_process.h"
+#include "launcher/submit/launch_check.h"
 
 namespace tl::profile {
 namespace {
@@ -129,15 +130,21 @@ BurstMeasurement readBurst(const std::string& folder, int workers, int warmupSte
   return m;
 }
 
-BurstMeasurement runBurst(const BurstSpec& spec, int workers, const std::string& folder) {
-  std::filesystem::create_directories(folder);
-  std::filesystem::remove(joinPath(folder, "summary.json"));
+std::vector<std::string> burstLaunchFlags(const BurstSpec& spec, int workers,
+                                          const std::string& folder) {
   std::vector<std::string> flags = spec.jobFlags;
   flags.insert(flags.end(), {"--steps", std::to_string(spec.steps), "--workers",
                              std::to_string(workers), "--output-dir", folder});
+  return flags;
+}
+
+BurstMeasurement runBurst(const BurstSpec& spec, int workers, const std::string& folder) {
+  std::filesystem::create_directories(folder);
+  std::filesystem::remove(joinPath(folder, "summary.json"));
   std::vector<std::string> argv;
   if (!spec.cpus.empty()) argv = {"taskset", "-c", spec.cpus};
-  auto mpirun = submit::mpirunArgv(spec.mpirun, spec.processes, 0, false, flags);
+  auto mpirun = submit::mpirunArgv(spec.mpirun, spec.processes, 0, false,
+                                   burstLaunchFlags(spec, workers, folder));
   argv.insert(argv.end(), mpirun.begin(), mpirun.end());
   std::string log = joinPath(folder, "job.log");
   pid_t pid = submit::startChild({argv, {}, log});
@@ -151,7 +158,9 @@ BurstMeasurement runBurst(const BurstSpec& spec, int workers, const std::string&
     BurstMeasurement failed;
     failed.workers = workers;
     failed.exitCode = exit.exitCode;
-    failed.note = tl::str("exit status ", exit.exitCode, " (see ", log, ")");
+    const std::string error = submit::errorLineOfLog(log);
+    failed.note = tl::str("exit status ", exit.exitCode, error.empty() ? "" : ": " + error,
+                          " (see ", log, ")");
     return failed;
   }
   return readBurst(folder, workers, spec.warmupSteps);

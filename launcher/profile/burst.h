@@ -44,6 +44,11 @@ struct BurstSpec {
   std::function<int()> interrupts = [] { return 0; };
 };
 
+// The tl-launch flags of the burst with `workers` loader workers writing into `folder`: the
+// job's flags, then --steps N --workers w --output-dir folder.
+std::vector<std::string> burstLaunchFlags(const BurstSpec& spec, int workers,
+                                          const std::string& folder);
+
 // Runs `mpirun ... tl-launch <jobFlags> --steps N --workers w --output-dir folder` (under
 // `taskset -c cpus` when given), its output in <folder>/job.log, and reads the result.
 BurstMeasurement runBurst(const BurstSpec& spec, int workers, const std::string& folder);

@@ -12,6 +12,7 @@
 #include "launcher/profile/profile_report.h"
 #include "launcher/submit/child_process.h"
 #include "launcher/submit/dispatcher.h"
+#include "launcher/submit/launch_check.h"
 #include "launcher/submit/mpirun_command.h"
 
 namespace {
@@ -99,6 +100,13 @@ int runProfile(int argc, char** argv) {
   spec.mpirun.extraMpiArgs = cli::splitBlanks(mpiArgs);
   spec.jobFlags = jobFlags;
   ensureWritableDir(out);
+  // A job that cannot start fails every burst the same way: ask tl-launch once, up front.
+  const int firstWorkers = *sweep.begin();
+  const auto check = submit::checkWithTlLaunch(
+      spec.mpirun.tlLaunch, spec.processes,
+      profile::burstLaunchFlags(spec, firstWorkers,
+                                joinPath(out, "burst_" + std::to_string(firstWorkers))));
+  TL_REQUIRE(check.ok, "tl-launch refuses the job: ", check.error);
 
   submit::installInterruptCounter();
   spec.interrupts = submit::interruptsReceived;

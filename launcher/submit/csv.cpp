@@ -111,6 +111,9 @@ class CsvScanner {
 }  // namespace
 
 std::vector<CsvRecord> parseCsv(const std::string& text, const std::string& source) {
+  // Spreadsheets often save UTF-8 CSV with a byte order mark; it is not part of the header.
+  const std::string bom = "\xEF\xBB\xBF";
+  if (text.rfind(bom, 0) == 0) return CsvScanner(text.substr(bom.size()), source).records();
   return CsvScanner(text, source).records();
 }
 

@@ -12,6 +12,7 @@
 #include "common/files.h"
 #include "common/signals.h"
 #include "launcher/submit/child_process.h"
+#include "launcher/submit/launch_check.h"
 
 namespace tl::submit {
 namespace {
@@ -130,9 +131,12 @@ class Dispatch {
     o.endSeconds = secondsSinceBegin(now);
     o.exitCode = e.exitCode;
     o.signal = e.signal;
+    const std::string log = joinPath(jobs_[i].outputFolder, "job.log");
     if (o.exitCode == 0) readSummaryNumbers(jobs_[i].outputFolder, o);
+    // A failed job's own error line says why; the log has the rest.
+    const std::string error = o.exitCode == 0 ? "" : errorLineOfLog(log);
     say(tl::str("job ", jobs_[i].name, " ended: ", o.status(), " after ", o.completionSeconds(),
-                " s (log: ", joinPath(jobs_[i].outputFolder, "job.log"), ")"));
+                " s", error.empty() ? "" : ": " + error, " (log: ", log, ")"));
   }
 
   const std::vector<SubmitJob>& jobs_;

@@ -184,13 +184,23 @@ SubmitJob jobFromRow(const std::map<std::string, std::string>& row,
   return job;
 }
 
+// The folder `path` names once symlinks (as far as the path exists), "." and ".." are
+// resolved: two spellings of one folder give the same key.
+std::string folderKey(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  std::filesystem::path resolved = std::filesystem::weakly_canonical(absolute, ec);
+  std::string key = (ec ? absolute.lexically_normal() : resolved).string();
+  while (key.size() > 1 && key.back() == '/') key.pop_back();
+  return key;
+}
+
 // Checks across rows: one output folder per job, and port ranges apart when jobs overlap.
 void checkAcrossRows(const std::vector<SubmitJob>& jobs, const std::string& source,
                      const JobTableOptions& options, std::vector<std::string>& errors) {
   std::map<std::string, int> folderLine;
   for (const auto& job : jobs) {
-    std::string key = std::filesystem::absolute(job.outputFolder).lexically_normal().string();
-    if (!key.empty() && key.back() == '/') key.pop_back();
+    const std::string key = folderKey(job.outputFolder);
     auto [it, fresh] = folderLine.emplace(key, job.line);
     if (!fresh) {
       errors.push_back(tl::str(source, ":", job.line, ": output_folder: '", job.outputFolder,

@@ -48,13 +48,17 @@ std::vector<std::string> mpirunArgv(const MpirunOptions& options, int processes,
   return a;
 }
 
-JobCommand jobCommand(const MpirunOptions& options, const SubmitJob& job) {
-  JobCommand out;
-  const bool cuda = !job.cudaDevices.empty();
+std::vector<std::string> jobLaunchFlags(const MpirunOptions& options, const SubmitJob& job) {
   std::vector<std::string> flags = tlLaunchFlags(job);
   if (job.autoWorkers)
     flags.insert(flags.end(), options.autoWorkersFlags.begin(), options.autoWorkersFlags.end());
-  out.argv = mpirunArgv(options, job.processes, job.port, cuda, flags);
+  return flags;
+}
+
+JobCommand jobCommand(const MpirunOptions& options, const SubmitJob& job) {
+  JobCommand out;
+  const bool cuda = !job.cudaDevices.empty();
+  out.argv = mpirunArgv(options, job.processes, job.port, cuda, jobLaunchFlags(options, job));
   if (cuda) out.setEnv["CUDA_VISIBLE_DEVICES"] = job.cudaVisibleDevices();
   return out;
 }

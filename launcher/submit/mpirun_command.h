@@ -39,6 +39,9 @@ struct JobCommand {
 };
 JobCommand jobCommand(const MpirunOptions& options, const SubmitJob& job);
 
+// The tl-launch flags of a job as jobCommand passes them (workers=auto flags included).
+std::vector<std::string> jobLaunchFlags(const MpirunOptions& options, const SubmitJob& job);
+
 // mpirun options that fit this machine: tl-launch next to the running executable unless given,
 // --allow-run-as-root when the effective user is root.
 MpirunOptions defaultMpirunOptions();

@@ -11,6 +11,8 @@
 #include "launcher/submit/coordinator_hook.h"
 #include "launcher/submit/dispatcher.h"
 #include "launcher/submit/job_table.h"
+#include "launcher/submit/launch_check.h"
+#include "launcher/submit/mpirun_command.h"
 #include "launcher/submit/report.h"
 
 namespace {
@@ -45,6 +47,23 @@ constexpr const char* kSummary =
     "row is reported as FILE:LINE before anything starts (exit 2). Ctrl-C: no new jobs start\n"
     "and the running ones get SIGINT. Exit status: 0 all jobs succeeded, 1 some failed,\n"
     "130 interrupted.";
+
+// Every job, checked by tl-launch itself (`tl-launch --check`) with the flags and environment
+// it will run with, before any starts: "<table>:<line>: tl-launch refuses the job: <why>".
+std::vector<std::string> checkJobsWithTlLaunch(const std::vector<tl::submit::SubmitJob>& jobs,
+                                               const tl::submit::MpirunOptions& mpi,
+                                               const std::string& source) {
+  std::vector<std::string> refused;
+  for (const auto& job : jobs) {
+    const auto command = tl::submit::jobCommand(mpi, job);
+    const auto check = tl::submit::checkWithTlLaunch(
+        mpi.tlLaunch, job.processes, tl::submit::jobLaunchFlags(mpi, job), command.setEnv);
+    if (!check.ok)
+      refused.push_back(
+          tl::str(source, ":", job.line, ": tl-launch refuses the job: ", check.error));
+  }
+  return refused;
+}
 
 int runSubmit(int argc, char** argv) {
   using namespace tl;
@@ -96,9 +115,16 @@ int runSubmit(int argc, char** argv) {
                  table.errors.size(), jobsPath.c_str());
     return cli::kExitBadInput;
   }
+  TL_REQUIRE(tl::fileExists(mpi.tlLaunch), "tl-launch not found at '", mpi.tlLaunch,
+             "' (use --tl-launch)");
+  std::vector<std::string> refused = checkJobsWithTlLaunch(table.jobs, mpi, jobsPath);
+  if (!refused.empty()) {
+    for (const auto& e : refused) std::fprintf(stderr, "%s: error: %s\n", kProgram, e.c_str());
+    std::fprintf(stderr, "%s: tl-launch refuses %zu of the %zu job(s) in %s; nothing was started\n",
+                 kProgram, refused.size(), table.jobs.size(), jobsPath.c_str());
+    return cli::kExitBadInput;
+  }
   if (!dryRun) {
-    TL_REQUIRE(tl::fileExists(mpi.tlLaunch), "tl-launch not found at '", mpi.tlLaunch,
-               "' (use --tl-launch)");
     ensureWritableDir(std::filesystem::path(report).parent_path().string(), "report folder");
     std::string started = ensureCoordinatorForAutoJobs(table.jobs, coordinator);
     if (!started.empty()) std::printf("%s: %s\n", kProgram, started.c_str());

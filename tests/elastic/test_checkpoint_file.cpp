@@ -1,13 +1,17 @@
 // Round trips, accessors, checkpoint directories and atomic replacement.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "common/check.h"
 #include "common/files.h"
@@ -218,14 +222,40 @@ TEST(CheckpointAtomicityDeathTest, ProcessKilledMidWriteLeavesTheOldCheckpoint) 
               ::testing::KilledBySignal(SIGXFSZ), "");
   expectIdentical(old, readCheckpoint(path));
   // The crashed writer's temporary is left over, but only as a hidden file beside the checkpoint.
+  bool leftOver = false;
   for (const auto& name : entriesOf(dir)) {
     if (name != "checkpoint.tl") {
       EXPECT_EQ(name.rfind(".checkpoint.tl.tmp.", 0), 0u) << name;
+      leftOver = true;
     }
   }
+  EXPECT_TRUE(leftOver) << "the writer did not get as far as its temporary file";
+  // The next write into the folder removes the dead writer's temporary.
   CheckpointData next = largeCheckpoint(1000);
   writeCheckpoint(path, next);
   expectIdentical(next, readCheckpoint(path));
+  EXPECT_EQ(entriesOf(dir), std::vector<std::string>{"checkpoint.tl"});
+}
+
+// A temporary whose writer may still be alive is never touched: one of a live process of this
+// host (this test, holding the writer's lock), and one of another host (nothing proves it dead).
+TEST(CheckpointFile, TemporariesOfLiveOrUnknownWritersAreKept) {
+  auto dir = tl::testing::freshDir("ckpt_live_writer");
+  auto path = checkpointPath(dir);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string live =
+      ".checkpoint.tl.tmp." + std::to_string(::getpid()) + "@" + host + ".aB3dE9";
+  const std::string foreign = ".checkpoint.tl.tmp.1@elsewhere.example.Zz9Yy8";
+  int fd = ::open(tl::joinPath(dir, live).c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  std::ofstream(tl::joinPath(dir, foreign)) << "partial";
+  writeCheckpoint(path, sampleCheckpoint());
+  std::vector<std::string> expected = {foreign, live, "checkpoint.tl"};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(entriesOf(dir), expected);
+  ::close(fd);
 }
 
 // A ResNet-18 checkpoint (11.7 M parameters + SGD momentum, ~94 MB in ~120 tensors) should

@@ -4,8 +4,11 @@
 // defining flag; run settings must never touch the definition and must be taken on resume.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "common/check.h"
@@ -183,6 +186,47 @@ TEST(JobFlags, ResumeNamesEveryConflictWithBothValues) {
     EXPECT_NE(m.find("--logical-workers 2 (the checkpoint's job has 4)"), std::string::npos) << m;
     EXPECT_EQ(m.find("--seed"), std::string::npos) << m;  // same value: no conflict
   }
+}
+
+// Every flag that takes a number refuses values no float holds (libtorch keeps optimizer
+// settings as floats: --lr 1e300 used to fail in the first step) with an error naming it.
+TEST(JobFlags, NumericFlagsRefuseValuesBeyondAFloat) {
+  for (const LaunchFlag& flag : launchFlags()) {
+    if (flag.isSwitch) continue;
+    char* end = nullptr;
+    std::strtod(flag.example.c_str(), &end);
+    if (flag.example.empty() || *end != '\0') continue;  // not a number: --model, --placement, ...
+    for (const char* value : {"1e300", "-1e300", "3.5e38", "-3.5e38"}) {
+      LaunchOptions o;
+      try {
+        flag.set(o, value);
+        ADD_FAILURE() << "--" << flag.name << " accepted " << value;
+      } catch (const tl::InputError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("--" + flag.name + ":", 0), 0u) << e.what();
+      }
+    }
+  }
+}
+
+// The flags taking real numbers declare their range; it is finite, a float holds it, and its
+// bounds and the example are accepted.
+TEST(JobFlags, RealFlagsDeclareFiniteFloatRanges) {
+  int reals = 0;
+  for (const LaunchFlag& flag : launchFlags()) {
+    if (!flag.realRange) continue;
+    SCOPED_TRACE("--" + flag.name);
+    ++reals;
+    const auto [min, max] = *flag.realRange;
+    EXPECT_TRUE(std::isfinite(min) && std::isfinite(max));
+    EXPECT_LE(std::abs(min), std::numeric_limits<float>::max());
+    EXPECT_LE(std::abs(max), std::numeric_limits<float>::max());
+    LaunchOptions o;
+    EXPECT_NO_THROW(flag.set(o, flag.example));
+    const double example = std::strtod(flag.example.c_str(), nullptr);
+    EXPECT_TRUE(example >= min && example <= max);
+    EXPECT_THROW(flag.set(o, std::to_string(max * 2 + 1)), tl::InputError);
+  }
+  EXPECT_GE(reals, 15) << "--lr, --momentum, ... --bucket-mb";
 }
 
 }  // namespace

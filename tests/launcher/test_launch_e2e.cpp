@@ -1,11 +1,19 @@
 // End-to-end: tl-launch under real mpirun on small synthetic CIFAR-format data.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/support/run_command.h"
+
+extern char** environ;
 
 namespace {
 
@@ -18,6 +26,32 @@ using tl::testing::slurp;
 std::string gDataDir;
 
 std::string mpirun(int np) { return tl::testing::mpirunPrefix(np); }
+
+int countSteps(const std::string& metricsPath) {
+  std::ifstream in(metricsPath);
+  int steps = 0;
+  for (std::string line; std::getline(in, line);)
+    steps += line.find("\"type\":\"step\"") != std::string::npos;
+  return steps;
+}
+
+// The processes whose parent is `parent` (from /proc).
+std::vector<pid_t> childrenOf(pid_t parent) {
+  std::vector<pid_t> children;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat = slurp(entry.path().string() + "/stat");
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    int ppid = 0;
+    char state = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == parent) {
+      children.push_back(pid_t(std::stoi(name)));
+    }
+  }
+  return children;
+}
 
 class LaunchE2E : public ::testing::Test {
  protected:
@@ -143,9 +177,12 @@ TEST_F(LaunchE2E, BadInputFailsFastWithOneClearMessageOnEveryRank) {
       {"unknown flag", "--frobnicate 3", "unknown flag '--frobnicate'"},
       {"cuda without gpu", "--device cuda", "--device cuda: no CUDA device"},
       {"batch zero", "--batch 0", "--batch: must be at least 1"},
-      {"impossible placement", "--logical-workers 4 --placement 3,2", "places 5 logical workers but the job has 4"},
-      {"too few logical workers", "--logical-workers 1", "--logical-workers 1 is less than the 2 processes"},
+      {"impossible placement", "--logical-workers 4 --placement 3,2",
+       "places 5 logical workers but the job has 4"},
+      {"too few logical workers", "--logical-workers 1",
+       "--logical-workers 1 is less than the 2 processes"},
       {"unwritable output", "--output-dir " + work + "/a-file/out", "a-file/out"},
+      {"learning rate beyond float", "--lr 1e300", "--lr: must be between"},
   };
   for (const auto& c : cases) {
     // Later flags override nothing: tl-launch refuses repeats, so each case adds its own.
@@ -160,6 +197,93 @@ TEST_F(LaunchE2E, BadInputFailsFastWithOneClearMessageOnEveryRank) {
                                                       << "' in:\n" << r.err;
     EXPECT_LT(r.seconds, 30) << c.name;
   }
+}
+
+// Every path the job writes is checked (or its folder created) before the first step: a
+// --save-model that cannot be written must not cost the whole training run.
+TEST_F(LaunchE2E, OutputPathsAreCheckedOrCreatedBeforeTheFirstStep) {
+  auto work = freshDir("e2e_outputs");
+  std::ofstream(work + "/a-file") << "x";
+  auto bad = work + "/bad";
+  std::filesystem::create_directories(bad);
+  auto r = launch(2, bad, "--steps 40 --save-model " + work + "/a-file/m.pt");
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_EQ(countOccurrences(r.err, "tl-launch: error:"), 1) << r.err;
+  EXPECT_EQ(countOccurrences(r.err, "--save-model '" + work + "/a-file/m.pt'"), 1) << r.err;
+  EXPECT_EQ(countSteps(bad + "/metrics.jsonl"), 0) << "trained before finding out";
+  EXPECT_FALSE(std::filesystem::exists(bad + "/summary.json"));
+
+  auto good = work + "/good";
+  std::filesystem::create_directories(good);
+  auto ok = launch(1, good, "--steps 2 --save-model " + work + "/new/sub/m.pt");
+  ASSERT_EQ(ok.exitCode, 0) << ok.err;
+  EXPECT_TRUE(std::filesystem::exists(work + "/new/sub/m.pt"));
+}
+
+// A live job holds its output folder: a second job in the same folder (here through a
+// symlinked alias) is refused before it writes anything; a job killed without cleaning up
+// leaves a lock the next job takes over, saying so.
+TEST_F(LaunchE2E, OneLiveJobPerOutputFolder) {
+  auto work = freshDir("e2e_lock");
+  auto real = work + "/real", alias = work + "/alias";
+  std::filesystem::create_directories(real);
+  std::filesystem::create_directory_symlink(real, alias);
+  const std::string flags = std::string(TL_LAUNCH_BIN) + " --dataset cifar10 --data-dir " +
+                            gDataDir +
+                            " --model cnn --batch 16 --log-every 0 --workers 0 --output-dir ";
+  std::string first = "exec " + mpirun(1) + flags + real + " --steps 100000 >" + work +
+                      "/first.out 2>" + work + "/first.err";
+  const char* argv[] = {"/bin/sh", "-c", first.c_str(), nullptr};
+  pid_t mpirunPid;
+  ASSERT_EQ(posix_spawn(&mpirunPid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ),
+            0);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (countSteps(real + "/metrics.jsonl") < 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GE(countSteps(real + "/metrics.jsonl"), 1) << slurp(work + "/first.err");
+
+  auto second = runCommand(mpirun(1) + flags + alias + " --steps 2", 60, work);
+  // The first job's rank dies without any chance to clean up; mpirun then ends.
+  for (pid_t rank : childrenOf(mpirunPid)) ::kill(rank, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(mpirunPid, &status, 0), mpirunPid);
+  EXPECT_EQ(second.exitCode, 2) << second.out << second.err;
+  EXPECT_EQ(countOccurrences(second.err, "tl-launch: error:"), 1) << second.err;
+  EXPECT_NE(second.err.find("is in use by another job"), std::string::npos) << second.err;
+
+  auto third = runCommand(mpirun(1) + flags + alias + " --steps 2", 60, work);
+  EXPECT_EQ(third.exitCode, 0) << third.err;
+  EXPECT_NE((third.out + third.err).find("taking over"), std::string::npos)
+      << third.out << third.err;
+}
+
+// Running out of memory while building the job is one line naming what was being built and
+// how much it needed, not libtorch's message with a C++ stack trace.
+TEST_F(LaunchE2E, OutOfMemoryIsOneLineNamingWhatWasBeingBuilt) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer needs more address space than the limit leaves";
+#endif
+  auto work = freshDir("e2e_oom");
+  auto images = work + "/images";
+  auto gen = runCommand(std::string(TL_DATA_BIN) + " jpeg-synth --out " + images +
+                            " --classes 2 --train 4 --val 2 --min-size 8 --max-size 16",
+                        60, work);
+  ASSERT_EQ(gen.exitCode, 0) << gen.err;
+  // An MLP on 3x4096x4096 inputs: a first layer of 256 x 50 M floats (48 GiB), under a 4 GB
+  // address-space limit.
+  auto r = runCommand(mpirun(1) + "/bin/sh -c 'ulimit -v 4000000; exec " + TL_LAUNCH_BIN +
+                          " --dataset imagefolder --data-dir " + images +
+                          " --model mlp --image-size 4096 --batch 2 --steps 1'",
+                      60, work);
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_EQ(countOccurrences(r.err, "tl-launch: error:"), 1) << r.err;
+  EXPECT_EQ(r.err.find("frame #"), std::string::npos) << "a stack trace:\n" << r.err;
+  const size_t begin = r.err.find("tl-launch: error:");
+  const std::string line =
+      begin == std::string::npos ? "" : r.err.substr(begin, r.err.find('\n', begin) - begin);
+  EXPECT_NE(line.find("out of memory building the model"), std::string::npos) << r.err;
+  EXPECT_NE(line.find("48.0 GiB"), std::string::npos) << r.err;
 }
 
 }  // namespace

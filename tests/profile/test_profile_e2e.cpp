@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "launcher/submit/csv.h"
@@ -105,16 +106,38 @@ TEST_F(ProfileE2E, FlagsTheBurstsOwnAreRefused) {
       << r.err;
 }
 
+// A burst that fails while it runs (here through an mpirun wrapper: a job tl-launch refuses is
+// found before any burst) is reported with its error line, and the profile says so.
 TEST_F(ProfileE2E, AFailingBurstIsReportedNotFatal) {
   auto out = freshDir("profile_fail");
-  auto r = runCommand(std::string(TL_PROFILE_BIN) +
-                          " --workers-sweep 1 --max-iterations 4 --oversubscribe --out " + out +
-                          " -- --model cnn --dataset cifar10 --data-dir " + out + "/nowhere",
-                      120, out);
+  const std::string wrapper = out + "/mpirun-wrapper.sh";
+  std::ofstream(wrapper)
+      << "#!/bin/sh\necho 'tl-launch: error: rank 0: lost its device' >&2\nexit 1\n";
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  auto r =
+      runCommand(std::string(TL_PROFILE_BIN) + " --workers-sweep 1 --max-iterations 4 --mpirun " +
+                     wrapper + " --out " + out + job(),
+                 120, out);
   EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("recommended workers: none"), std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find("burst w=1 failed: exit status 1: tl-launch: error: rank 0: lost its device"),
+      std::string::npos)
+      << r.out;
   EXPECT_NE(slurp(out + "/profile.csv").find("\n1,,,,,"), std::string::npos);
-  EXPECT_NE(slurp(out + "/burst_1/job.log").find("nowhere"), std::string::npos);
+}
+
+// A job that cannot start is checked once, before any burst, and its error is printed.
+TEST_F(ProfileE2E, AJobThatCannotStartIsReportedBeforeAnyBurst) {
+  auto out = freshDir("profile_refused");
+  auto r = runCommand(std::string(TL_PROFILE_BIN) +
+                          " --workers-sweep 0,1,2 --max-iterations 4 --oversubscribe --out " + out +
+                          " -- --model resnet --depth 7 --dataset cifar10 --data-dir " + gDataDir,
+                      120, out);
+  EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("depth 7 is not of the form 6n+2"), std::string::npos) << r.out << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out + "/burst_0")) << "no burst may run";
+  EXPECT_LT(r.seconds, 30);
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 // command each row becomes.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "common/check.h"
 #include "launcher/submit/csv.h"
 #include "launcher/submit/job_table.h"
@@ -161,6 +164,31 @@ TEST(JobTable, DuplicateOutputFolderNamesBothLines) {
   EXPECT_EQ(
       onlyError(kHeader + "cnn,,32,1,out/a,,0,\ncnn,,32,1,out/b,,0,\ncnn,,32,1,out/./a/,,0,\n"),
       "jobs.csv:4: output_folder: 'out/./a/' is already used by the job on line 2");
+}
+
+// Two spellings of one folder through a symlink are one folder: two jobs would write the same
+// job.log and metrics.jsonl.
+TEST(JobTable, OutputFoldersAreComparedAfterResolvingSymlinks) {
+  const char* base = std::getenv("TL_TEST_TMP");
+  auto dir = std::filesystem::path(base ? base : "/tmp/tl-test") / "job_table_alias";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "real");
+  std::filesystem::create_directory_symlink(dir / "real", dir / "alias");
+  const std::string real = (dir / "real").string(), alias = (dir / "alias").string();
+  EXPECT_EQ(
+      onlyError(kHeader + "cnn,,32,1," + real + "/job,,0,\ncnn,,32,1," + alias + "/job,,0,\n"),
+      "jobs.csv:3: output_folder: '" + alias + "/job' is already used by the job on line 2");
+  EXPECT_EQ(onlyError(kHeader + "cnn,,32,1," + alias + ",,0,\ncnn,,32,1," + real + "/,,0,\n"),
+            "jobs.csv:3: output_folder: '" + real + "/' is already used by the job on line 2");
+}
+
+// Spreadsheets save CSV with a UTF-8 byte order mark in front of the header.
+TEST(JobTable, AByteOrderMarkBeforeTheHeaderIsIgnored) {
+  JobTable t = parse("\xEF\xBB\xBF" + kHeader + "cnn,,32,1,out/a,,0,\n");
+  EXPECT_TRUE(t.errors.empty()) << ::testing::PrintToString(t.errors);
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.jobs[0].model, "cnn");
+  EXPECT_EQ(t.jobs[0].line, 2);
 }
 
 TEST(JobTable, OverlappingPortRangesAreAnErrorOnlyForConcurrentJobs) {

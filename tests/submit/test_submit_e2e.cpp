@@ -109,20 +109,52 @@ TEST_F(SubmitE2E, BackgroundJobsOverlapAndKeepTheirInterval) {
   EXPECT_LT(rows[2].num("start_s"), rows[0].num("end_s")) << "background jobs should overlap";
 }
 
-TEST_F(SubmitE2E, AFailingJobShowsItsStatusAndTheOthersStillRun) {
+// A job that fails while it runs: its status and its error line are reported, and the other
+// jobs still run. (The failure comes from an mpirun wrapper: everything a table can say wrong
+// is found before anything starts.)
+TEST_F(SubmitE2E, AFailingJobShowsItsStatusAndErrorAndTheOthersStillRun) {
   auto work = freshDir("submit_fail");
-  auto r =
-      submit(work, table(work, {gDataDir, work + "/no-such-data", gDataDir}, 0), "--background");
+  const std::string wrapper = work + "/mpirun-wrapper.sh";
+  std::ofstream(wrapper)
+      << "#!/bin/sh\n"
+         "case \"$*\" in *" +
+             work +
+             "/job1\\ *)\n"
+             "  echo 'training...'; echo 'tl-launch: error: rank 0: disk full' >&2; exit 1;;\n"
+             "esac\n"
+             "exec " TL_MPIEXEC " \"$@\"\n";
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  auto r = submit(work, table(work, {gDataDir, gDataDir, gDataDir}, 0),
+                  "--background --mpirun " + wrapper);
   EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
   auto rows = readReport(work + "/report.csv");
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].field["exit_status"], "0");
-  EXPECT_NE(rows[1].field["exit_status"], "0");
+  EXPECT_EQ(rows[1].field["exit_status"], "1");
   EXPECT_EQ(rows[1].field["images_per_s"], "") << "a failed job has no numbers";
   EXPECT_EQ(rows[1].field["final_loss"], "");
   EXPECT_EQ(rows[2].field["exit_status"], "0");
-  EXPECT_NE(slurp(work + "/job1/job.log").find("no-such-data"), std::string::npos)
-      << "the log should say why";
+  EXPECT_NE(r.out.find("tl-launch: error: rank 0: disk full"), std::string::npos)
+      << "tl-submit should say why job1 failed, not only where its log is:\n"
+      << r.out;
+}
+
+// A row tl-launch would refuse (a depth that is not 6n+2, a missing data folder) is found by
+// tl-launch's own check of every row before any job starts, with its line and the reason.
+TEST_F(SubmitE2E, JobsTlLaunchWouldRefuseStopTheTableBeforeAnythingStarts) {
+  auto work = freshDir("submit_refused");
+  std::string jobs = table(work, {gDataDir, gDataDir, work + "/no-such-data"}, 0);
+  std::string text = slurp(jobs);
+  text.replace(text.find("\ncnn,,16,1,"), 11, "\nresnet7,,16,1,");  // line 3: job1
+  std::ofstream(jobs) << text;
+  auto r = submit(work, jobs, "--background");
+  EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(jobs + ":3: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("depth 7 is not of the form 6n+2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(jobs + ":4: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(work + "/no-such-data"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(work + "/job0")) << "nothing may start";
+  EXPECT_FALSE(std::filesystem::exists(work + "/report.csv"));
 }
 
 // Flags may come before or after the table: --background takes effect either way (it makes

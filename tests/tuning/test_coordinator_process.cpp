@@ -2,8 +2,10 @@
 // at the same moment), killed with SIGKILL under running jobs, replaced by a fresh one, and
 // serving job processes that come and go.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,26 +38,9 @@ EnsureCoordinatorOptions withArgs(std::vector<std::string> args) {
   return options;
 }
 
-pid_t coordinatorPid(const std::string& dir) {
-  return pid_t(std::stol(readFile(instanceLockPath(dir))));
-}
-
-// True once no coordinator holds the run directory's instance lock.
-bool coordinatorGone(const std::string& dir) {
-  UniqueFd fd(::open(instanceLockPath(dir).c_str(), O_RDWR | O_CLOEXEC));
-  return !fd.valid() || ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0;
-}
-
-// Stops the test's coordinator however the test ends.
-struct CoordinatorCleanup {
-  std::string dir;
-  ~CoordinatorCleanup() {
-    if (fileExists(instanceLockPath(dir)) && !coordinatorGone(dir)) {
-      ::kill(coordinatorPid(dir), SIGTERM);
-      waitFor([&] { return coordinatorGone(dir); }, 5);
-    }
-  }
-};
+using test_util::CoordinatorCleanup;
+using test_util::coordinatorGone;
+using test_util::coordinatorPid;
 
 TEST(CoordinatorProcess, EnsureStartsOneAndReusesIt) {
   auto dir = test_util::freshRunDir("tuning_ensure");
@@ -174,6 +159,102 @@ TEST(CoordinatorProcess, JobsSurviveASigkilledCoordinatorAndJoinTheNextOne) {
       },
       10))
       << workers[0] << " " << workers[1];
+}
+
+// ~1200 idle connections under a 1024-descriptor limit, scaled down: a coordinator limited to
+// 64 descriptors gets 300 connections that never register. It must neither spin on a failing
+// accept() nor log per turn, and a job that comes later must still be served.
+TEST(CoordinatorProcess, IdleConnectionsAtTheDescriptorLimitNeitherSpinNorLockJobsOut) {
+  auto dir = test_util::freshRunDir("tuning_fdlimit");
+  CoordinatorCleanup cleanup{dir};
+  pid_t coordinator = ::fork();
+  if (coordinator == 0) {
+    rlimit limit{64, 64};
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    ::execl(kBinary.c_str(), kBinary.c_str(), "--run-dir", dir.c_str(), "--loader-cores", "2",
+            "--idle-exit-seconds", "0", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_TRUE(waitFor([&] { return test_util::connectWithoutWaiting(dir).valid(); }, 10));
+  std::vector<UniqueFd> idle;
+  for (int i = 0; i < 300; ++i) {
+    if (UniqueFd fd = test_util::connectWithoutWaiting(dir); fd.valid())
+      idle.push_back(std::move(fd));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let it take in the burst
+
+  const double cpuBefore = test_util::cpuSeconds(coordinator);
+  const size_t logBefore = readFile(logPath(dir)).size();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const double cpuUsed = test_util::cpuSeconds(coordinator) - cpuBefore;
+  const size_t logGrowth = readFile(logPath(dir)).size() - logBefore;
+
+  UniqueFd late;
+  EXPECT_TRUE(waitFor(
+      [&] {
+        late = test_util::connectWithoutWaiting(dir);
+        return late.valid();
+      },
+      5))
+      << "the listen backlog stayed full";
+  std::string answer;
+  if (late.valid()) answer = RawConnection(std::move(late)).registerJob("late/0", ::getpid());
+  ::kill(coordinator, SIGTERM);
+  ::waitpid(coordinator, nullptr, 0);
+
+  std::string log = readFile(logPath(dir));
+  EXPECT_EQ(answer.empty() ? -1 : test_util::assignedWorkers(answer), 2)
+      << "a job arriving after the idle connections got no answer";
+  EXPECT_LT(logGrowth, 4096u) << "the log grew by " << logGrowth << " bytes in 1 s of idling";
+  EXPECT_LT(cpuUsed, 0.5) << "the coordinator used " << cpuUsed << " CPU s in 1 s of idling";
+  EXPECT_NE(log.find("connection limit"), std::string::npos) << log.substr(0, 2000);
+  std::printf("idle second at the descriptor limit: %.3f CPU s, log +%zu bytes\n", cpuUsed,
+              logGrowth);
+}
+
+// A coordinator that is alive but does not answer (stopped, its listen backlog full): the
+// job's connect() returns within its timeout with the job's own pool size, and the job
+// attaches once the coordinator answers again.
+TEST(CoordinatorProcess, AJobDoesNotWaitForACoordinatorThatNeverAnswers) {
+  auto dir = test_util::freshRunDir("tuning_stopped");
+  CoordinatorCleanup cleanup{dir};
+  ASSERT_TRUE(ensureCoordinator(dir, kBinary, withArgs({"--loader-cores", "2"})));
+  const pid_t coordinator = coordinatorPid(dir);
+  ASSERT_EQ(::kill(coordinator, SIGSTOP), 0);
+  std::vector<UniqueFd> backlog;
+  for (int i = 0; i < 4096; ++i) {
+    UniqueFd fd = test_util::connectWithoutWaiting(dir);
+    if (!fd.valid()) break;
+    backlog.push_back(std::move(fd));
+  }
+  ASSERT_FALSE(test_util::connectWithoutWaiting(dir).valid()) << "the backlog never filled";
+
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  pid_t job = ::fork();
+  if (job == 0) {
+    ::close(report[0]);
+    CoordinatorClient client(CoordinatorClientOptions{dir, "patient/0", 0, 3, 1, 8, kBinary, 0.1});
+    const bool attached = client.connect();
+    char verdict = attached ? 'a' : client.currentWorkers() == 3 ? 'f' : 'w';
+    (void)!::write(report[1], &verdict, 1);
+    bool resized = waitFor([&] { return client.pendingWorkers() == 2; }, 10);
+    ::_exit(resized ? 0 : 1);
+  }
+  ::close(report[1]);
+  pollfd readable{report[0], POLLIN, 0};
+  char verdict = 0;
+  if (::poll(&readable, 1, 5000) == 1) (void)!::read(report[0], &verdict, 1);
+  ::close(report[0]);
+  ::kill(coordinator, SIGCONT);
+  backlog.clear();
+  if (verdict == 0) ::kill(job, SIGKILL);
+  int status = 0;
+  ::waitpid(job, &status, 0);
+  ASSERT_NE(verdict, 0) << "connect() did not return within 5 s";
+  EXPECT_EQ(verdict, 'f') << "a: it claims to be attached; w: it lost its own pool size";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "it did not attach once the coordinator answered (status " << status << ")";
 }
 
 // A synthetic job process: starts the coordinator itself if needed, follows its assignments

@@ -4,6 +4,7 @@
 // coordinator that goes away.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -207,6 +208,52 @@ TEST(CoordinatorServer, ExitsWhenIdleAndRemovesItsSocket) {
   EXPECT_TRUE(waitFor([&] { return returned.load(); }, 5));
   loop.join();
   EXPECT_FALSE(fileExists(socketPath(dir)));
+}
+
+TEST(CoordinatorServer, ConnectionsThatNeverRegisterAreClosed) {
+  auto dir = test_util::freshRunDir("tuning_unregistered");
+  CoordinatorOptions options = optionsFor(dir, 2);
+  options.registerTimeoutSeconds = 0.2;
+  InProcessCoordinator coordinator(options);
+  RawConnection silent(dir), job(dir);
+  ASSERT_EQ(test_util::assignedWorkers(job.registerJob("j/0")), 2);
+  EXPECT_EQ(silent.readLine(5), "<closed>");
+  EXPECT_EQ(job.readLine(0.5), "") << "a registered job was closed";
+}
+
+// accept() failing with EMFILE (descriptors used up by something other than connections)
+// must neither spin nor log every turn, and accepting resumes once descriptors are free.
+TEST(CoordinatorServer, AcceptFailuresBackOffInsteadOfSpinning) {
+  auto dir = test_util::freshRunDir("tuning_emfile");
+  pid_t server = ::fork();
+  if (server == 0) {
+    CoordinatorServer coordinator(optionsFor(dir, 2));
+    int lowestFree = ::dup(0);
+    ::close(lowestFree);
+    rlimit limit{rlim_t(lowestFree + 2), rlim_t(lowestFree + 2)};  // room for 2 connections
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    coordinator.run();
+    ::_exit(0);
+  }
+  ASSERT_TRUE(waitFor([&] { return test_util::connectWithoutWaiting(dir).valid(); }, 10));
+  std::vector<UniqueFd> idle;
+  for (int i = 0; i < 20; ++i) idle.push_back(test_util::connectWithoutWaiting(dir));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const double cpuBefore = test_util::cpuSeconds(server);
+  const size_t logBefore = readFile(logPath(dir)).size();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const double cpuUsed = test_util::cpuSeconds(server) - cpuBefore;
+  const size_t logGrowth = readFile(logPath(dir)).size() - logBefore;
+  idle.clear();
+  RawConnection job(dir);
+  std::string answer = job.registerJob("j/0", ::getpid());
+  ::kill(server, SIGKILL);
+  ::waitpid(server, nullptr, 0);
+  std::string log = readFile(logPath(dir));
+  EXPECT_LT(cpuUsed, 0.5) << "the coordinator used " << cpuUsed << " CPU s in 1 s";
+  EXPECT_LT(logGrowth, 1024u) << log.substr(0, 2000);
+  EXPECT_EQ(::tl::testing::countOccurrences(log, "Too many open files"), 1) << log;
+  EXPECT_EQ(answer.empty() ? -1 : test_util::assignedWorkers(answer), 2) << log;
 }
 
 TEST(CoordinatorServer, OneCoordinatorPerRunDirectory) {

@@ -2,16 +2,23 @@
 // waiting with a deadline, and a raw protocol connection.
 #pragma once
 
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -40,7 +47,8 @@ inline ReportMessage syntheticWindow(const ThroughputModel& truth, int workers, 
 }
 
 // A fresh run directory for a coordinator: under $TL_TEST_TMP like every test's files, or
-// under /tmp when that path would make the socket's path too long for a sockaddr_un.
+// under /tmp when that path would make the socket's path too long for a sockaddr_un. Mode 0700
+// whatever the umask: a group-writable folder (umask 002) would be refused.
 inline std::string freshRunDir(const std::string& name) {
   const char* base = std::getenv("TL_TEST_TMP");
   std::filesystem::path dir = std::filesystem::path(base ? base : "/tmp/tl-test") / name;
@@ -49,6 +57,8 @@ inline std::string freshRunDir(const std::string& name) {
   }
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace);
   return dir.string();
 }
 
@@ -61,10 +71,65 @@ inline bool waitFor(const std::function<bool()>& condition, double seconds) {
   return true;
 }
 
+// A connection made without blocking, for a peer that may never accept: invalid (errno EAGAIN)
+// when the listener's backlog is full. It sends nothing unless asked to.
+inline UniqueFd connectWithoutWaiting(const std::string& runDir) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::string path = socketPath(runDir);
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    return UniqueFd();
+  }
+  return fd;
+}
+
+// CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat.
+inline double cpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t end = stat.rfind(')');
+  if (end == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(end + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) ticks += std::stod(field);  // utime, stime
+  }
+  return ticks / double(::sysconf(_SC_CLK_TCK));
+}
+
+// The pid a coordinator wrote to its instance lock file.
+inline pid_t coordinatorPid(const std::string& dir) {
+  std::ifstream in(instanceLockPath(dir));
+  long pid = 0;
+  in >> pid;
+  return pid_t(pid);
+}
+
+// True once no coordinator holds the run directory's instance lock.
+inline bool coordinatorGone(const std::string& dir) {
+  UniqueFd fd(::open(instanceLockPath(dir).c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  return !fd.valid() || ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0;
+}
+
+// Stops the test's coordinator however the test ends.
+struct CoordinatorCleanup {
+  std::string dir;
+  ~CoordinatorCleanup() {
+    if (!coordinatorGone(dir) && coordinatorPid(dir) > 0) {
+      ::kill(coordinatorPid(dir), SIGTERM);
+      waitFor([&] { return coordinatorGone(dir); }, 5);
+    }
+  }
+};
+
 // A protocol peer driven byte by byte, for what CoordinatorClient would never send.
 class RawConnection {
  public:
   explicit RawConnection(const std::string& runDir) : fd_(connectUnix(socketPath(runDir))) {}
+  explicit RawConnection(UniqueFd fd) : fd_(std::move(fd)) {}
   bool valid() const { return fd_.valid(); }
   bool send(const std::string& bytes) { return sendAll(fd_.get(), bytes); }
   // The next line, "" on timeout, "<closed>" when the peer closed.
