@@ -320,6 +320,12 @@ void ElasticController::startGrow(int count, const std::vector<control::HostSlot
   });
 }
 
+// Whether the pending request applies at the boundary after `stepsDone` (--at-step).
+bool ElasticController::dueAt(int64_t stepsDone) const {
+  const int64_t at = pending_->request.request().atStep;
+  return at == 0 || stepsDone >= at;
+}
+
 // The lead decides what happens at this boundary.
 LayoutCommand ElasticController::nextCommand(int64_t stepsDone, est::EstExecutor& executor) {
   LayoutCommand none;
@@ -335,6 +341,19 @@ LayoutCommand ElasticController::nextCommand(int64_t stepsDone, est::EstExecutor
       pending_.reset();
       return none;
     }
+    if (r.atStep > 0 && r.atStep < stepsDone) {
+      pending_->request.reply({control::Outcome::Refused,
+                               str("--at-step ", r.atStep, " has passed: the job is after step ", stepsDone), ""});
+      pending_.reset();
+      return none;
+    }
+    if (r.atStep >= executor.plan().totalSteps) {
+      pending_->request.reply({control::Outcome::Refused,
+                               str("--at-step ", r.atStep, ": the job ends after step ", executor.plan().totalSteps),
+                               ""});
+      pending_.reset();
+      return none;
+    }
     if (auto why = check(r, executor, pending_->command)) {
       spdlog::warn("control: refused {}: {}", control::describe(r), *why);
       pending_->request.reply({control::Outcome::Refused, *why, ""});
@@ -346,8 +365,8 @@ LayoutCommand ElasticController::nextCommand(int64_t stepsDone, est::EstExecutor
       startGrow(int(pending_->command.joiners), r.hosts);
       return none;
     }
-    return pending_->command;
   }
+  if (!grow_) return dueAt(stepsDone) ? pending_->command : none;
   // A grow in progress: its processes say when they are ready (or why not).
   if (!grow_ || !grow_->started.load()) return none;
   std::string failure = grow_->error;
@@ -372,7 +391,8 @@ LayoutCommand ElasticController::nextCommand(int64_t stepsDone, est::EstExecutor
     return none;
   }
   if (!std::all_of(grow_->ready.begin(), grow_->ready.end(), [](bool b) { return b; })) return none;
-  grow_->startSeconds = secondsSince(grow_->begin);
+  if (grow_->startSeconds == 0) grow_->startSeconds = secondsSince(grow_->begin);
+  if (!dueAt(stepsDone)) return none;
   return pending_->command;
 }
 

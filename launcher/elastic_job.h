@@ -95,6 +95,7 @@ class ElasticController final : public est::StepObserver {
   LayoutCommand nextCommand(int64_t stepsDone, est::EstExecutor& executor);
   std::optional<std::string> check(const control::Request& request, const est::EstExecutor& executor,
                                    LayoutCommand& command) const;
+  bool dueAt(int64_t stepsDone) const;
   void startGrow(int count, const std::vector<control::HostSlots>& hosts);
   void updateStatus(int64_t stepsDone, est::EstExecutor& executor);
   void gatherHosts(est::EstExecutor& executor);

@@ -109,7 +109,8 @@ std::string header(FrameKind kind, size_t payloadLength, int64_t timestampMs, co
 
 bool Request::operator==(const Request& o) const {
   return command == o.command && processes == o.processes && placement == o.placement &&
-         hosts == o.hosts && removeRanks == o.removeRanks && checkpoint == o.checkpoint;
+         hosts == o.hosts && removeRanks == o.removeRanks && checkpoint == o.checkpoint &&
+         atStep == o.atStep;
 }
 
 const char* commandName(Command c) {
@@ -160,7 +161,8 @@ const char* rejectionText(Rejection r) {
 
 std::string describe(const Request& r) {
   std::string s = commandName(r.command);
-  if (r.command == Command::Placement) return s + " " + joinInts(r.placement);
+  if (r.command == Command::Placement) s += " " + joinInts(r.placement);
+  else {
   if (r.processes > 0) s += " --processes " + std::to_string(r.processes);
   if (!r.removeRanks.empty()) s += " --remove-ranks " + joinInts(r.removeRanks);
   if (!r.placement.empty()) s += " --placement " + joinInts(r.placement);
@@ -170,6 +172,8 @@ std::string describe(const Request& r) {
       s += (i ? "," : "") + r.hosts[i].host + ":" + std::to_string(r.hosts[i].count);
   }
   if (r.checkpoint) s += " --checkpoint";
+  }
+  if (r.atStep > 0) s += " --at-step " + std::to_string(r.atStep);
   return s;
 }
 
@@ -202,6 +206,9 @@ std::string checkRequest(const Request& r) {
   if (!rescale && !r.hosts.empty()) return name + ": takes no hosts";
   if (!rescale && !r.removeRanks.empty()) return name + ": takes no ranks to remove";
   if (r.command != Command::Stop && r.checkpoint) return name + ": takes no --checkpoint";
+  if (r.command == Command::Status && r.atStep != 0) return name + ": takes no --at-step";
+  if (r.atStep < 0 || r.atStep > kMaxAtStep)
+    return str("at-step: must be between 0 and ", kMaxAtStep, ", got ", r.atStep);
   if (r.processes < 0 || r.processes > kMaxProcesses)
     return str("processes: must be between 1 and ", kMaxProcesses, ", got ", r.processes);
   if (auto why = checkInts(r.placement, "placement", 1, kMaxProcesses); !why.empty()) return why;
@@ -281,6 +288,7 @@ std::string encodeRequest(const Request& r, const Key& key, int64_t timestampMs,
   p.u8(uint8_t(r.command));
   p.u8(r.checkpoint ? 1 : 0);
   p.u32(uint32_t(r.processes));
+  p.u64(uint64_t(r.atStep));
   p.u16(uint16_t(r.placement.size()));
   for (int x : r.placement) p.u32(uint32_t(x));
   p.u16(uint16_t(r.removeRanks.size()));
@@ -333,7 +341,8 @@ std::optional<Request> decodeRequestPayload(std::string_view payload, std::strin
   Request r;
   uint8_t command = 0, flags = 0;
   uint32_t processes = 0;
-  if (!in.u8(&command) || !in.u8(&flags) || !in.u32(&processes))
+  uint64_t atStep = 0;
+  if (!in.u8(&command) || !in.u8(&flags) || !in.u32(&processes) || !in.u64(&atStep))
     return none(error, "request cut short in its fixed fields");
   if (command < uint8_t(Command::Status) || command > uint8_t(Command::Stop))
     return none(error, str("unknown command ", int(command)));
@@ -343,6 +352,8 @@ std::optional<Request> decodeRequestPayload(std::string_view payload, std::strin
   r.command = Command(command);
   r.checkpoint = flags == 1;
   r.processes = int(processes);
+  if (atStep > uint64_t(kMaxAtStep)) return none(error, str("at-step: ", atStep, ", at most ", kMaxAtStep));
+  r.atStep = int64_t(atStep);
   auto readInts = [&](std::vector<int>* out, const char* what) {
     uint16_t n = 0;
     if (!in.u16(&n)) return fail(error, str(what, ": cut short"));

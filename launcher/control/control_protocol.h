@@ -48,6 +48,7 @@ struct Request {
   std::vector<HostSlots> hosts;  // Rescale: where new processes start
   std::vector<int> removeRanks;  // Rescale: ranks that leave
   bool checkpoint = false;       // Stop: write a checkpoint first
+  int64_t atStep = 0;            // not Status: apply at the boundary after this step (0: the next one)
   bool operator==(const Request& o) const;
 };
 
@@ -84,9 +85,10 @@ constexpr size_t kMaxHostName = 255;
 constexpr int kMaxProcesses = 65536;  // processes, a placement entry, a rank, a host count
 // Room for the largest request the caps allow (24,843 bytes of payload: two full lists and 64
 // hosts of 255 characters), so every request that checkRequest() accepts can be sent.
+constexpr int64_t kMaxAtStep = int64_t(1) << 53;
 constexpr size_t kMaxRequestFrame = 32 * 1024;
 constexpr size_t kMaxRequestPayload = kMaxRequestFrame - kHeaderSize - kMacSize;
-static_assert(6 + 2 * (2 + 4 * kMaxPlacement) + 1 + kMaxHosts * (1 + kMaxHostName + 4) <=
+static_assert(14 + 2 * (2 + 4 * kMaxPlacement) + 1 + kMaxHosts * (1 + kMaxHostName + 4) <=
               kMaxRequestPayload);
 constexpr size_t kMaxMessage = 4096;    // Reply::message
 constexpr size_t kMaxBody = 64 * 1024;  // Reply::body

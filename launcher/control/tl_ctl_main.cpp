@@ -47,6 +47,8 @@ const char* kHelp =
     "  --key-file FILE              the job's control.key, with --address\n"
     "  --timeout SECONDS            how long to wait for the answer (default 120: a rescale\n"
     "                               waits for a step boundary and new processes)\n"
+    "  --at-step S                  (not status) apply at the step boundary after step S\n"
+    "                               instead of the next one; refused once S has passed\n"
     "  -h, --help                   print this help and exit\n"
     "\n"
     "Exit status: 0 done; 3 the job refused; 2 bad input; 1 the job cannot be reached,\n"
@@ -64,6 +66,7 @@ struct Flags {
   std::string removeRanks;
   bool json = false;
   bool checkpoint = false;
+  int64_t atStep = 0;
 };
 
 std::vector<int> intList(const std::string& text, const std::string& what, int min) {
@@ -212,6 +215,11 @@ int run(int argc, char** argv) {
   CLI::App* checkpoint = addCommand(*app, "checkpoint", "write a checkpoint, keep training", f);
   CLI::App* stop = addCommand(*app, "stop", "stop the job", f);
   stop->add_flag("--checkpoint", f.checkpoint)->description("write a checkpoint first");
+  for (CLI::App* c : {rescale, placement, checkpoint, stop}) {
+    c->add_option("--at-step", f.atStep)
+        ->description("apply at the step boundary after this step (default: the next one)")
+        ->check(CLI::Range(int64_t(1), kMaxAtStep));
+  }
   if (!tl::cli::parse(*app, argc, argv)) return tl::cli::kExitOk;
   TL_REQUIRE(!app->get_subcommands().empty(), "which command? (see tl-ctl --help)");
 
@@ -240,6 +248,7 @@ int run(int argc, char** argv) {
     r.command = Command::Stop;
     r.checkpoint = f.checkpoint;
   }
+  if (!status->parsed()) r.atStep = f.atStep;
   TL_REQUIRE(rest.empty(), "unexpected argument '", rest.empty() ? "" : rest.front(),
              "' (see tl-ctl --help)");
   const std::string why = checkRequest(r);

@@ -30,6 +30,7 @@ std::vector<Request> sampleRequests() {
   Request move;
   move.command = Command::Placement;
   move.placement = {3, 1};
+  move.atStep = 9007199254740992;  // the largest at-step, 2^53
   out.push_back(move);
   Request checkpoint;
   checkpoint.command = Command::Checkpoint;
@@ -71,7 +72,7 @@ TEST(ControlProtocol, Describe) {
   EXPECT_EQ(describe(r[1]),
             "rescale --processes 3 --placement 2,1,1 --hosts nodeB:1,node-c.example_1:2");
   EXPECT_EQ(describe(r[2]), "rescale --remove-ranks 2,3");
-  EXPECT_EQ(describe(r[3]), "placement 3,1");
+  EXPECT_EQ(describe(r[3]), "placement 3,1 --at-step 9007199254740992");
   EXPECT_EQ(describe(r[5]), "stop --checkpoint");
 }
 
@@ -167,8 +168,13 @@ TEST(ControlProtocol, DecoderEnforcesTheLimits) {
     EXPECT_FALSE(decodeRequestFrame(frame, kKey, &error)) << words;
     EXPECT_NE(error.find(words), std::string::npos) << error;
   };
-  // command, flags, processes, placement count, remove count, host count
-  const std::string status("\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", 11);
+  // command, flags, processes, at-step, placement count, remove count, host count; `v` puts the
+  // eight at-step bytes after the first six.
+  auto v = [](std::string s) {
+    if (s.size() >= 6) s.insert(6, std::string(8, '\0'));
+    return s;
+  };
+  const std::string status = v(std::string("\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", 11));
   std::string error;
   ASSERT_TRUE(
       decodeRequestFrame(encodeFrame(FrameKind::Request, status, kKey, 0, kNonce), kKey, &error))
@@ -176,16 +182,24 @@ TEST(ControlProtocol, DecoderEnforcesTheLimits) {
   rejected(std::string("\x09", 1) + status.substr(1), "unknown command 9");
   rejected(status.substr(0, 1) + std::string("\x02", 1) + status.substr(2), "unknown flags");
   rejected(status + "x", "trailing bytes");
-  rejected(status.substr(0, 7), "placement: cut short");
-  rejected(status.substr(0, 9), "remove-ranks: cut short");
-  rejected(std::string("\x03\x00\x00\x00\x00\x00\x04\x01", 8), "1025 entries");
-  rejected(std::string("\x03\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x01", 12), "cut short");
-  rejected(std::string("\x02\x00\x00\x00\x00\x01\x00\x00\x00\x00\x41", 11), "hosts: 65");
-  rejected(std::string("\x02\x00\x00\x00\x00\x01\x00\x00\x00\x00\x01\x02"
-                       "a!\x00\x00\x00\x01",
-                       18),
+  rejected(status.substr(0, 10), "cut short in its fixed fields");
+  rejected(status.substr(0, 15), "placement: cut short");
+  rejected(status.substr(0, 17), "remove-ranks: cut short");
+  rejected(v(std::string("\x03\x00\x00\x00\x00\x00\x04\x01", 8)), "1025 entries");
+  rejected(v(std::string("\x03\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x01", 12)), "cut short");
+  rejected(v(std::string("\x02\x00\x00\x00\x00\x01\x00\x00\x00\x00\x41", 11)), "hosts: 65");
+  rejected(v(std::string("\x02\x00\x00\x00\x00\x01\x00\x00\x00\x00\x01\x02"
+                         "a!\x00\x00\x00\x01",
+                         18)),
            "not a host name");
-  rejected(std::string("\x02\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00", 11), "processes: 131072");
+  rejected(v(std::string("\x02\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00", 11)), "processes: 131072");
+  std::string farStep = status;
+  farStep[0] = 4;     // checkpoint
+  farStep[6] = 0x7f;  // at-step 2^62 and more
+  rejected(farStep, "at-step: ");
+  std::string statusAtStep = status;
+  statusAtStep[13] = 5;
+  rejected(statusAtStep, "status: takes no --at-step");
 }
 
 TEST(ControlProtocol, HeaderChecks) {
