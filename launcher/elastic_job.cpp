@@ -1,5 +1,6 @@
 #include "launcher/elastic_job.h"
 
+#include <netdb.h>
 #include <unistd.h>
 
 #include <ATen/ATen.h>
@@ -103,7 +104,7 @@ json commandJson(const LayoutCommand& c, const std::vector<int>& current) {
 struct ElasticController::Pending {
   control::PendingRequest request;
   LayoutCommand command;
-  Clock::time_point received = Clock::now();
+  int64_t arrivedAfter = 0;  // the step the job had done when the lead took it off the channel
 };
 
 // Processes being started for a grow, on the lead: a helper thread starts them one by one
@@ -125,6 +126,7 @@ struct ElasticController::Grow {
   void cancel(const std::string& why) {
     if (thread.joinable()) thread.join();
     for (auto& p : processes) {
+      if (!p) continue;  // it reported a failure and is gone
       try {
         p->send(json{{"cancel", why}}.dump());
       } catch (const std::exception&) {
@@ -164,6 +166,8 @@ void ElasticController::finish(const std::string& why) {
     pending_->request.reply({control::Outcome::Refused, why, ""});
     pending_.reset();
   }
+  for (auto& p : queue_) p->request.reply({control::Outcome::Refused, why, ""});
+  queue_.clear();
   if (server_) {
     while (auto r = server_->take()) r->reply({control::Outcome::Refused, why, ""});
     server_.reset();
@@ -197,27 +201,33 @@ void ElasticController::updateStatus(int64_t stepsDone, est::EstExecutor& execut
   status_["rescales"] = rescales_;
   if (!status_.contains("last_rescale")) status_["last_rescale"] = "none";
   status_["pending"] = pending_ ? control::describe(pending_->request.request()) : "none";
+  status_["queued"] = queue_.size();
 }
 
 // Every member's host name and device index, on the lead (for status and for the device a
 // started process takes). Collective over the members.
 void ElasticController::gatherHosts(est::EstExecutor& executor) {
+  // A row per member: host name (NUL-padded), device index, started by a grow (0/1).
   constexpr int kWidth = 256;
+  constexpr int kName = kWidth - 8;
   std::string me = hostName();
-  me.resize(kWidth - 4, '\0');
+  me.resize(kName, '\0');
   at::Tensor mine = at::zeros({kWidth}, at::kByte);
-  std::memcpy(mine.data_ptr(), me.data(), me.size());
-  const int dev = membership_.deviceIndex;
-  std::memcpy(static_cast<uint8_t*>(mine.data_ptr()) + kWidth - 4, &dev, 4);
+  auto* bytes = static_cast<uint8_t*>(mine.data_ptr());
+  std::memcpy(bytes, me.data(), kName - 1);
+  const int32_t ints[2] = {membership_.deviceIndex, membership_.startedWithTheJob ? 0 : 1};
+  std::memcpy(bytes + kName, ints, sizeof ints);
   at::Tensor all = executor.comm().allgather(mine).contiguous();
   memberHosts_.clear();
   memberDevices_.clear();
+  startedSince_ = 0;
   for (int r = 0; r < all.size(0); ++r) {
     const auto* row = static_cast<const uint8_t*>(all[r].data_ptr());
     memberHosts_.emplace_back(reinterpret_cast<const char*>(row));
-    int d = 0;
-    std::memcpy(&d, row + kWidth - 4, 4);
-    memberDevices_.push_back(d);
+    int32_t theirs[2] = {0, 0};
+    std::memcpy(theirs, row + kName, sizeof theirs);
+    memberDevices_.push_back(theirs[0]);
+    startedSince_ += theirs[1];
   }
 }
 
@@ -276,6 +286,22 @@ std::optional<std::string> ElasticController::check(const control::Request& r, c
     if (auto why = checkCounts(r.placement, n, processes, "--placement")) return why;
   }
   if (joiners > 0 && settings_.program.empty()) return std::string("this job cannot start processes");
+  // Open MPI 4.1's mpirun never exits after a spawn it could not place, so a grow that cannot
+  // fit is refused here: processes started with the job live (idle, once they leave) until it
+  // ends; those started by grows exit when they leave.
+  const int inUse = settings_.startedWithTheJob + startedSince_;
+  if (joiners > 0 && !settings_.oversubscribe && settings_.slots > 0 && inUse + joiners > settings_.slots)
+    return str("more processes than there are slots: mpirun's allocation has ", settings_.slots, " slots and ",
+               inUse, " are in use (", settings_.startedWithTheJob, " started with the job, ", startedSince_,
+               " by grows); give mpirun more slots (--host, --hostfile) or --oversubscribe");
+  for (const auto& h : r.hosts) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    addrinfo* found = nullptr;
+    const int rc = ::getaddrinfo(h.host.c_str(), nullptr, &hints, &found);
+    if (found) ::freeaddrinfo(found);
+    if (rc != 0) return str("--hosts: host '", h.host, "' cannot be reached: ", ::gai_strerror(rc));
+  }
   c.kind = LayoutCommand::Rescale;
   c.joiners = joiners;
   c.target = r.placement.empty() ? evenCounts(n, processes) : r.placement;
@@ -330,10 +356,12 @@ bool ElasticController::dueAt(int64_t stepsDone) const {
 LayoutCommand ElasticController::nextCommand(int64_t stepsDone, est::EstExecutor& executor) {
   LayoutCommand none;
   if (!server_) return none;
+  // Requests line up in arrival order; one is carried out at a time.
+  while (auto request = server_->take()) queue_.push_back(std::make_unique<Pending>(Pending{std::move(*request), {}, stepsDone}));
   if (!pending_) {
-    auto request = server_->take();
-    if (!request) return none;
-    pending_ = std::make_unique<Pending>(Pending{std::move(*request), {}, Clock::now()});
+    if (queue_.empty()) return none;
+    pending_ = std::move(queue_.front());
+    queue_.pop_front();
     const control::Request& r = pending_->request.request();
     spdlog::info("control: {} (at step {})", control::describe(r), stepsDone);
     if (stepsDone >= executor.plan().totalSteps) {
@@ -341,9 +369,13 @@ LayoutCommand ElasticController::nextCommand(int64_t stepsDone, est::EstExecutor
       pending_.reset();
       return none;
     }
-    if (r.atStep > 0 && r.atStep < stepsDone) {
+    // A step is "passed" if it was when the request arrived; one that waited behind others
+    // applies at the first boundary it can.
+    if (r.atStep > 0 && r.atStep < pending_->arrivedAfter) {
       pending_->request.reply({control::Outcome::Refused,
-                               str("--at-step ", r.atStep, " has passed: the job is after step ", stepsDone), ""});
+                               str("--at-step ", r.atStep, " has passed: the job was after step ",
+                                   pending_->arrivedAfter, " when the request arrived"),
+                               ""});
       pending_.reset();
       return none;
     }
@@ -374,8 +406,12 @@ LayoutCommand ElasticController::nextCommand(int64_t stepsDone, est::EstExecutor
     if (grow_->ready[i]) continue;
     if (auto message = grow_->processes[i]->poll()) {
       const json m = json::parse(*message);
-      if (m.contains("ready")) grow_->ready[i] = true;
-      else failure = m.value("failed", std::string("the started process failed"));
+      if (m.contains("ready")) {
+        grow_->ready[i] = true;
+      } else {
+        failure = m.value("failed", std::string("the started process failed"));
+        grow_->processes[i].reset();
+      }
     }
   }
   if (failure.empty() && secondsSince(grow_->begin) > settings_.joinTimeoutSeconds)
@@ -555,6 +591,7 @@ std::unique_ptr<JoinedProcess> joinRunningJob(comm::ParentLink& lead) {
   Membership& m = joined->membership;
   try {
     m.useNccl = o.job.device.isCuda() && o.gpuComm == "nccl";
+    m.startedWithTheJob = false;
     m.deviceIndex = o.job.deviceIndex;
     // This process alone until it joins: it builds data, model, optimizer and reducer now,
     // while the job trains.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -29,6 +30,7 @@ struct Membership {
   std::unique_ptr<comm::Communicator> gpu;  // null: gradients travel over `host`
   bool useNccl = false;                      // --device cuda with --gpu-comm nccl
   int deviceIndex = 0;
+  bool startedWithTheJob = true;  // false: started by an in-place grow
   comm::Communicator& device() { return gpu ? *gpu : *host; }
 };
 
@@ -48,6 +50,9 @@ JoinOffer joinOfferFromJson(const nlohmann::json& json);
 struct ElasticSettings {
   std::string program;        // this executable, for started processes
   std::string controlBind;    // empty: no control channel
+  int slots = 0;              // processes mpirun may run at once (MPI universe size); 0: unknown
+  bool oversubscribe = false; // mpirun --oversubscribe: no slot limit
+  int startedWithTheJob = 0;  // processes mpirun started (they live until the job ends)
   int controlPort = 0;
   double joinTimeoutSeconds = 300;  // a started process that is not ready by then is given up
   JoinOffer offer;            // the template every started process gets (device index filled in)
@@ -108,11 +113,13 @@ class ElasticController final : public est::StepObserver {
   train::MetricsLog* metrics_;
   std::unique_ptr<control::ControlServer> server_;
   std::unique_ptr<Pending> pending_;  // the request being carried out (lead)
+  std::deque<std::unique_ptr<Pending>> queue_;  // the ones after it, in arrival order (lead)
   std::unique_ptr<Grow> grow_;        // processes being started for it (lead)
   int rescales_ = 0;
   double maxPause_ = 0;
   std::vector<std::string> memberHosts_;  // by rank (lead)
   std::vector<int> memberDevices_;        // by rank (lead)
+  int startedSince_ = 0;                  // members started by grows (lead)
 
   mutable std::mutex statusMutex_;
   nlohmann::json status_;

@@ -72,7 +72,7 @@ std::unique_ptr<SpawnedProcess> SpawnedProcess::start(const std::string& program
   if (info != MPI_INFO_NULL) MPI_Info_free(&info);
   MPI_Comm_free(&self);
   if (rc != MPI_SUCCESS || startError != MPI_SUCCESS) {
-    if (handle->inter != MPI_COMM_NULL) MPI_Comm_free(&handle->inter);
+    // What MPI left in the handle after a failed spawn is not a communicator to free.
     throw Error(str("could not start a process", host.empty() ? "" : " on host '" + host + "'", ": ",
                     errorText(rc != MPI_SUCCESS ? rc : startError)));
   }
