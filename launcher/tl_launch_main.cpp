@@ -106,6 +106,7 @@ int runLaunch(int argc, char** argv) {
       resumed = true;
     }
     job = options.job;
+    if (checkpoint) elastic::checkResumeData(*checkpoint, job, /*warn=*/lead);
     job.deviceIndex = localRankFromEnvironment();
     if (job.logicalWorkers == 0) job.logicalWorkers = world->size();
     placement = options.placement.empty()
@@ -132,7 +133,7 @@ int runLaunch(int argc, char** argv) {
   comm::Communicator& deviceComm = gpuComm ? *gpuComm : *world;
   failed = launcher::prepareOnAllRanks(*world, kProgram, [&] {
     executor = std::make_unique<est::EstExecutor>(job, *placement, *world, deviceComm);
-    if (checkpoint) executor->restore(checkpoint->state);
+    if (checkpoint) elastic::restoreJob(*executor, *checkpoint);
     checkpoint.reset();
   });
   if (failed) return failed;
