@@ -122,6 +122,7 @@ int runLaunch(int argc, char** argv) {
     if (lead && !options.checkpointDir.empty()) ensureWritableDir(options.checkpointDir, "checkpoint directory");
   });
   if (failed) return failed;
+  world->setTimeout(collectiveTimeout(job));
   if (options.help) {
     if (lead) std::fputs(options.usage.c_str(), stdout);
     return 0;
