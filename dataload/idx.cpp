@@ -1,5 +1,6 @@
 #include "dataload/idx.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/check.h"
@@ -25,38 +26,66 @@ std::string hex32(uint32_t value) {
 
 }  // namespace
 
-IdxArray parseIdx(const std::string& what, const std::string& path, const std::string& bytes,
-                  int expectedDims) {
-  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
-  const int64_t size = int64_t(bytes.size());
-  TL_REQUIRE(size >= 4, what, " file '", path, "' is truncated: ", size,
+IdxArray readIdxFile(const std::string& what, const std::string& path, int expectedDims) {
+  DatasetFileStream stream(what, path);
+  uint8_t header[4 + 4 * 4] = {};
+  TL_CHECK(expectedDims >= 1 && expectedDims <= 4, "IDX arrays of ", expectedDims, " dimensions");
+  const int64_t magicRead = int64_t(stream.read(header, 4));
+  if (magicRead == 0) emptyDatasetFile(what, path);
+  TL_REQUIRE(magicRead == 4, what, " file '", path, "' is truncated: ", magicRead,
              " bytes, shorter than the 4-byte IDX magic number");
-  const uint32_t magic = bigEndian32(data);
+  const uint32_t magic = bigEndian32(header);
   const uint32_t expectedMagic = uint32_t(kUnsignedByteType) << 8 | uint32_t(expectedDims);
   TL_REQUIRE(magic == expectedMagic, what, " file '", path, "' has bad magic number ",
              hex32(magic), ", expected ", hex32(expectedMagic), " (unsigned bytes, ",
              expectedDims, expectedDims == 1 ? " dimension)" : " dimensions)");
   const int64_t headerBytes = 4 + 4 * int64_t(expectedDims);
-  TL_REQUIRE(size >= headerBytes, what, " file '", path, "' is truncated: ", size,
-             " bytes, shorter than its ", headerBytes, "-byte header");
+  stream.read(header + 4, size_t(headerBytes - 4));
+  // (A plain file's size is known: report it, as the whole file is what is short.)
+  const auto sizeSoFar = [&] {
+    return stream.knownSize() >= 0 ? stream.knownSize() : stream.bytesRead();
+  };
+  TL_REQUIRE(stream.bytesRead() == headerBytes, what, " file '", path,
+             "' is truncated: ", sizeSoFar(), " bytes, shorter than its ", headerBytes,
+             "-byte header");
 
   IdxArray array;
-  // The element count saturates just above the file size so that absurd dimensions cannot
-  // overflow; such a file is reported as truncated.
+  // The element count saturates above kMaxElements so that absurd dimensions cannot overflow;
+  // such a header announces more than any stream holds and is reported as truncated.
+  constexpr int64_t kMaxElements = int64_t(1) << 48;
   int64_t elements = 1;
   std::string shapeText;
   for (int d = 0; d < expectedDims; ++d) {
-    int64_t dim = bigEndian32(data + 4 + 4 * d);
+    const int64_t dim = bigEndian32(header + 4 + 4 * d);
     array.dims.push_back(dim);
     shapeText += (d ? " x " : "") + std::to_string(dim);
-    elements = dim == 0 ? 0 : (elements > size / dim ? size + 1 : elements * dim);
+    elements = dim == 0 ? 0 : (elements > kMaxElements / dim ? kMaxElements + 1 : elements * dim);
   }
   const int64_t announced = headerBytes + elements;
-  TL_REQUIRE(size >= announced, what, " file '", path, "' is truncated: ", size,
-             " bytes, but its header announces ", shapeText, " values");
-  TL_REQUIRE(size == announced, what, " file '", path, "' is corrupt: ", size - announced,
-             " bytes follow the ", shapeText, " values its header announces");
-  array.values.assign(data + headerBytes, data + size);
+  if (stream.knownSize() >= 0) {
+    TL_REQUIRE(stream.knownSize() >= announced, what, " file '", path,
+               "' is truncated: ", stream.knownSize(), " bytes, but its header announces ",
+               shapeText, " values");
+    TL_REQUIRE(stream.knownSize() == announced, what, " file '", path,
+               "' is corrupt: ", stream.knownSize() - announced, " bytes follow the ", shapeText,
+               " values its header announces");
+  }
+  // Read exactly what the header announces, growing the buffer only as data arrives: neither
+  // a header announcing more than the file holds nor a stream inflating to more than the header
+  // announces (a gzip bomb) makes this allocate beyond the data itself.
+  constexpr int64_t kChunk = int64_t(1) << 22;
+  while (int64_t(array.values.size()) < elements) {
+    const size_t have = array.values.size();
+    const size_t want = size_t(std::min<int64_t>(kChunk, elements - int64_t(have)));
+    array.values.resize(have + want);
+    const size_t got = stream.read(array.values.data() + have, want);
+    array.values.resize(have + got);
+    TL_REQUIRE(got == want, what, " file '", path, "' is truncated: ", stream.bytesRead(),
+               " bytes, but its header announces ", shapeText, " values");
+  }
+  uint8_t extra = 0;
+  TL_REQUIRE(stream.read(&extra, 1) == 0, what, " file '", path,
+             "' is corrupt: more bytes follow the ", shapeText, " values its header announces");
   return array;
 }
 
@@ -75,8 +104,8 @@ std::unique_ptr<Dataset> openMnistLike(const std::string& what, const std::strin
   const std::string imagesPath = resolveIdxPath(what, dir, prefix + "-images-idx3-ubyte");
   const std::string labelsPath = resolveIdxPath(what, dir, prefix + "-labels-idx1-ubyte");
 
-  IdxArray images = parseIdx(what, imagesPath, readDatasetFile(what, imagesPath), 3);
-  IdxArray labels = parseIdx(what, labelsPath, readDatasetFile(what, labelsPath), 1);
+  IdxArray images = readIdxFile(what, imagesPath, 3);
+  IdxArray labels = readIdxFile(what, labelsPath, 1);
   const int64_t count = images.dims[0];
   TL_REQUIRE(count > 0, what, " file '", imagesPath, "' holds no images");
   constexpr int64_t kMaxSide = 1 << 15;

@@ -20,10 +20,11 @@ struct IdxArray {
   std::vector<uint8_t> values;  // row-major, dims[0] * dims[1] * ... bytes
 };
 
-// Parses the bytes of an IDX file that must hold `expectedDims` dimensions of unsigned bytes.
-// `what` and `path` name the file in InputError messages (bad magic, truncated, trailing data).
-IdxArray parseIdx(const std::string& what, const std::string& path, const std::string& bytes,
-                  int expectedDims);
+// Reads the IDX file `path` (plain or .gz, see raw_file.h), which must hold `expectedDims`
+// dimensions of unsigned bytes. `what` names the dataset in InputError messages (empty, bad
+// magic, truncated, trailing data). Only the bytes the header announces are read (inflated): a
+// stream holding more is corrupt, found after one more byte, whatever its real length.
+IdxArray readIdxFile(const std::string& what, const std::string& path, int expectedDims);
 
 // The file to read for `name` in `dir`: the plain file if present, otherwise `name`.gz.
 // InputError naming both when neither exists.

@@ -9,7 +9,8 @@
 
 namespace tl::elastic {
 
-void checkpointNow(est::EstExecutor& executor, const std::string& dir) {
+void checkpointNow(est::EstExecutor& executor, const std::string& dir,
+                   std::optional<data::DataIdentity>* data) {
   auto& comm = executor.comm();
   const auto t0 = std::chrono::steady_clock::now();
   est::JobState state = executor.captureState(0);
@@ -18,6 +19,11 @@ void checkpointNow(est::EstExecutor& executor, const std::string& dir) {
     ck.config = executor.config();
     ck.placement = executor.placement().toString();
     ck.state = std::move(state);
+    // Identified once per run: the names and sizes of every file, and a few blocks.
+    std::optional<data::DataIdentity> identified;
+    if (!data) data = &identified;
+    if (!*data) *data = data::identifyData(ck.config.dataset, ck.config.dataDir);
+    ck.data = **data;
     writeJobCheckpoint(dir, ck);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     spdlog::info("checkpoint at step {} written to {} ({:.2f} s)", ck.state.stepsDone, dir, s);
@@ -38,7 +44,7 @@ est::StepAction CheckpointPolicy::afterStep(int64_t stepsDone, est::EstExecutor&
   const bool stopHere = options_.stopAtStep > 0 && stepsDone == options_.stopAtStep;
   const bool periodic = options_.every > 0 && stepsDone % options_.every == 0;
   if (!options_.dir.empty() && (requested || stopHere || periodic)) {
-    checkpointNow(executor, options_.dir);
+    checkpointNow(executor, options_.dir, &data_);
     lastCheckpointStep_ = stepsDone;
   }
   if (requested || stopHere) {

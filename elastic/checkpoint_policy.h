@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "dataload/data_identity.h"
 #include "est/executor.h"
 
 namespace tl::elastic {
@@ -34,9 +36,12 @@ class CheckpointPolicy final : public est::StepObserver {
   bool stopped_ = false;
   bool stoppedBySignal_ = false;
   int64_t lastCheckpointStep_ = -1;
+  std::optional<data::DataIdentity> data_;  // rank 0, from its first checkpoint on
 };
 
-// Writes the executor's state as a checkpoint (collective; rank 0 writes).
-void checkpointNow(est::EstExecutor& executor, const std::string& dir);
+// Writes the executor's state as a checkpoint (collective; rank 0 writes). `data` is the job's
+// training data, kept in the checkpoint; rank 0 identifies it when it is not given.
+void checkpointNow(est::EstExecutor& executor, const std::string& dir,
+                   std::optional<data::DataIdentity>* data = nullptr);
 
 }  // namespace tl::elastic

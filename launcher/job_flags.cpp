@@ -274,6 +274,10 @@ std::vector<LaunchFlag> buildTable() {
   t.push_back(toggle("eval", kRun, "evaluate on the test set after every epoch", TL_FIELD(job.eval), true));
   t.push_back(string("save-model", kRun, "write the model's state dict (torch.load-able) here at the end", "/tmp/m.pt",
                      TL_FIELD(job.saveModel)));
+  t.push_back(real("collective-timeout", kRun,
+                   "seconds a collective may wait for every process before the job ends, naming the processes "
+                   "that did not join it (a stopped or hung rank)",
+                   "30", TL_FIELD(job.collectiveTimeoutSeconds), 0.1, 1e7));
   t.push_back(integer<int64_t>("log-every", kRun, "progress line every this many steps (0: none)", "5",
                                TL_FIELD(job.logEvery), 0));
   t.push_back(string("checkpoint-dir", kRun, "where checkpoints go [<output-dir>/checkpoint, or the --resume folder]",

@@ -210,6 +210,7 @@ int runLaunch(int argc, char** argv) {
       resumed = true;
     }
     job = options.job;
+    if (checkpoint) elastic::checkResumeData(*checkpoint, job, /*warn=*/lead);
     job.deviceIndex = localRankFromEnvironment();
     if (job.logicalWorkers == 0) job.logicalWorkers = world->size();
     placement = options.placement.empty()
@@ -224,6 +225,7 @@ int runLaunch(int argc, char** argv) {
     if (lead) outputs = launcher::prepareOutputs(options);
   });
   if (failed) return failed;
+  world->setTimeout(collectiveTimeout(job));
   if (options.help) {
     if (lead) std::fputs(options.usage.c_str(), stdout);
     return 0;
@@ -235,7 +237,7 @@ int runLaunch(int argc, char** argv) {
   comm::Communicator& deviceComm = gpuComm ? *gpuComm : *world;
   failed = launcher::prepareOnAllRanks(*world, kProgram, [&] {
     executor = std::make_unique<est::EstExecutor>(job, *placement, *world, deviceComm);
-    if (checkpoint) executor->restore(checkpoint->state);
+    if (checkpoint) elastic::restoreJob(*executor, *checkpoint);
     checkpoint.reset();
   });
   if (failed) return failed;

@@ -2,8 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 
 #include "common/check.h"
@@ -64,6 +66,10 @@ optim::OptimizerOptions defaultJobOptimizer() {
   return o;
 }
 
+std::chrono::milliseconds collectiveTimeout(const RunSettings& settings) {
+  return std::chrono::milliseconds(std::max<int64_t>(1, std::llround(settings.collectiveTimeoutSeconds * 1000)));
+}
+
 void validate(const JobConfig& c) {
   TL_REQUIRE(c.batch > 0, "--batch: must be at least 1, got ", c.batch);
   TL_REQUIRE(c.workers >= 0, "--workers: must be 0 or more, got ", c.workers);
@@ -71,6 +77,8 @@ void validate(const JobConfig& c) {
   TL_REQUIRE(c.epochs >= 0 && c.steps >= 0, "--epochs and --steps must not be negative");
   TL_REQUIRE(c.logicalWorkers >= 0, "--logical-workers: must be at least 1, got ", c.logicalWorkers);
   TL_REQUIRE(c.computeThreads >= 1, "--compute-threads: must be at least 1, got ", c.computeThreads);
+  TL_REQUIRE(c.collectiveTimeoutSeconds > 0, "--collective-timeout: must be positive, got ",
+             c.collectiveTimeoutSeconds);
   TL_REQUIRE(!c.dataDir.empty(), "--data-dir: required (the folder holding the ", c.dataset, " files)");
   TL_REQUIRE(c.imageSize >= 0 && c.imageSize <= 4096, "--image-size: must be 1 to 4096, got ",
              c.imageSize);
@@ -124,6 +132,7 @@ nlohmann::json toJson(const RunSettings& s) {
   j["output_dir"] = s.outputDir;
   j["eval"] = s.eval;
   j["log_every"] = s.logEvery;
+  j["collective_timeout_s"] = s.collectiveTimeoutSeconds;
   return j;
 }
 
@@ -204,6 +213,7 @@ RunSettings runSettingsFromJson(const nlohmann::json& j) {
     s.outputDir = j.at("output_dir");
     s.eval = j.at("eval");
     s.logEvery = j.at("log_every");
+    s.collectiveTimeoutSeconds = j.value("collective_timeout_s", RunSettings{}.collectiveTimeoutSeconds);
     return s;
   });
 }

@@ -8,6 +8,7 @@
 // flag sets which field, and whether it is defining, is declared once in launcher/job_flags.h.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -86,7 +87,13 @@ struct RunSettings {
   bool eval = false;           // test-set evaluation after every epoch
   std::string saveModel;       // write the final (or, with --steps 0, initial) state dict here
   int64_t logEvery = 10;       // progress line every this many steps
+  // A collective not completed by every process within this many seconds ends the job, naming
+  // the processes that did not join it (a stopped or hung rank).
+  double collectiveTimeoutSeconds = 600;
 };
+
+// collectiveTimeoutSeconds as a duration, rounded to milliseconds (at least 1).
+std::chrono::milliseconds collectiveTimeout(const RunSettings& settings);
 
 // What an executor runs: one definition with the settings of this run. The two parts keep
 // their own types (definition(), settings()) and their fields read as one flat config.

@@ -84,10 +84,11 @@ std::string describeTensor(const at::Tensor& tensor) {
 }
 
 std::string timeoutMessage(const std::string& backend, const std::string& operation, int rank,
-                           int size, std::chrono::milliseconds timeout) {
+                           int size, std::chrono::milliseconds timeout, const std::string& who) {
   return str(backend, " ", operation, " timed out after ", timeout.count(), " ms on rank ", rank,
              " of a communicator of size ", size,
-             " (a member did not join it in time); this communicator is unusable from now on");
+             who.empty() ? " (a member did not join it in time)" : ": " + who,
+             "; this communicator is unusable from now on");
 }
 
 }  // namespace tl::comm::detail

@@ -31,8 +31,10 @@ std::string describeTensor(const at::Tensor& tensor);
 // "float32"; PyTorch's dtype names, which users know from Python.
 std::string dtypeName(at::ScalarType type);
 
-// The message of the TimeoutError every backend throws.
+// The message of the TimeoutError every backend throws. `who` says which members did not join
+// when the backend knows ("rank 1 (host h) did not join it within 2 s").
 std::string timeoutMessage(const std::string& backend, const std::string& operation, int rank,
-                           int size, std::chrono::milliseconds timeout);
+                           int size, std::chrono::milliseconds timeout,
+                           const std::string& who = "");
 
 }  // namespace tl::comm::detail

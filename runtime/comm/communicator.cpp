@@ -1,5 +1,7 @@
 #include "runtime/comm/communicator.h"
 
+#include "common/check.h"
+
 namespace tl::comm {
 
 const char* toString(ReduceOp op) {
@@ -12,6 +14,11 @@ const char* toString(ReduceOp op) {
       return "min";
   }
   return "?";
+}
+
+void Communicator::setTimeout(std::chrono::milliseconds timeout) {
+  TL_CHECK(timeout.count() > 0, "a collective timeout must be positive (got ", timeout.count(), " ms)");
+  timeout_ = timeout;
 }
 
 }  // namespace tl::comm

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <ATen/core/Tensor.h>
@@ -18,9 +19,13 @@ namespace tl::comm {
 
 enum class ReduceOp { Sum, Max, Min };
 
+// The deadline of collectives unless the job sets another (tl-launch --collective-timeout).
+inline constexpr std::chrono::milliseconds kDefaultCollectiveTimeout = std::chrono::minutes(10);
+
 struct CollectiveOptions {
-  // A collective that has not completed by then throws tl::TimeoutError.
-  std::chrono::milliseconds timeout = std::chrono::minutes(10);
+  // A collective that has not completed by then throws tl::TimeoutError. Unset: the
+  // communicator's own deadline, Communicator::timeout().
+  std::optional<std::chrono::milliseconds> timeout;
 };
 
 class Communicator {
@@ -40,6 +45,20 @@ class Communicator {
   // ranked by key (ties by old rank). A member passing color < 0 gets nullptr.
   virtual std::unique_ptr<Communicator> split(int color, int key,
                                               const CollectiveOptions& options = {}) = 0;
+
+  // The deadline of every collective whose options give none (kDefaultCollectiveTimeout unless
+  // set). Communicators split from this one, or set up over it, start with it. Local: members
+  // may differ, but a job sets the same on all of them.
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  void setTimeout(std::chrono::milliseconds timeout);  // tl::Error unless positive
+
+ protected:
+  std::chrono::milliseconds timeoutFor(const CollectiveOptions& options) const {
+    return options.timeout.value_or(timeout_);
+  }
+
+ private:
+  std::chrono::milliseconds timeout_ = kDefaultCollectiveTimeout;
 };
 
 const char* toString(ReduceOp op);

@@ -1,7 +1,11 @@
 // CIFAR-10 and IDX readers: decoding, and one clear InputError per kind of bad file.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include <chrono>
 #include <fstream>
 
 #include "common/files.h"
@@ -55,14 +59,14 @@ void writeCifarDir(const std::string& dir, const std::vector<std::vector<uint8_t
 
 TEST(Cifar10Reader, DecodesPlanesToHwcAcrossAllBatchFiles) {
   const std::string dir = freshDir("cifar");
-  writeCifarDir(dir, {{3, 9}, {0}, {}, {7}, {1, 2, 4}}, {5, 6});
+  writeCifarDir(dir, {{3, 9}, {0}, {8}, {7}, {1, 2, 4}}, {5, 6});
   auto train = openDataset("cifar10", dir, Split::Train);
   auto test = openDataset("cifar10", dir, Split::Test);
-  ASSERT_EQ(train->size(), 7);
+  ASSERT_EQ(train->size(), 8);
   ASSERT_EQ(test->size(), 2);
   EXPECT_EQ(train->numClasses(), 10);
   EXPECT_EQ(train->imageShape(), (ImageShape{3, 32, 32}));
-  const std::vector<int64_t> expectedLabels = {3, 9, 0, 7, 1, 2, 4};
+  const std::vector<int64_t> expectedLabels = {3, 9, 0, 8, 7, 1, 2, 4};
   std::vector<uint8_t> scratch;
   for (int64_t i = 0; i < train->size(); ++i) {
     ASSERT_EQ(train->label(i), expectedLabels[size_t(i)]);
@@ -76,7 +80,7 @@ TEST(Cifar10Reader, DecodesPlanesToHwcAcrossAllBatchFiles) {
               << "image " << i << " y " << y << " x " << x << " c " << c;
   }
   EXPECT_EQ(test->label(1), 6);
-  expectContains(train->describe(), {"CIFAR-10 train", "7 images", dir});
+  expectContains(train->describe(), {"CIFAR-10 train", "8 images", dir});
 }
 
 TEST(Cifar10Reader, TruncatedFileIsNamedWithItsSize) {
@@ -104,11 +108,15 @@ TEST(Cifar10Reader, MissingFileIsNamed) {
   EXPECT_NO_THROW(openDataset("cifar10", dir, Split::Test));
 }
 
-TEST(Cifar10Reader, SplitWithoutImagesIsAnError) {
+// An empty batch file among good ones would silently drop a fifth of the data.
+TEST(Cifar10Reader, EmptyBatchFileIsNamed) {
   const std::string dir = freshDir("cifar");
-  writeCifarDir(dir, {{}, {}, {}, {}, {}}, {1});
+  writeCifarDir(dir, {{1}, {2}, {}, {4}, {5}}, {6});
   expectContains(inputErrorOf([&] { openDataset("cifar10", dir, Split::Train); }),
-                 {"train split", "holds no images"});
+                 {"CIFAR-10 file '" + joinPath(dir, "data_batch_3.bin") + "' is empty (0 bytes)"});
+  writeCifarDir(dir, {{1}, {2}, {3}, {4}, {5}}, {});
+  expectContains(inputErrorOf([&] { openDataset("cifar10", dir, Split::Test); }),
+                 {"CIFAR-10 file '" + joinPath(dir, "test_batch.bin") + "' is empty (0 bytes)"});
 }
 
 TEST(Datasets, UnknownKindListsTheKnownOnes) {
@@ -199,6 +207,85 @@ TEST(IdxReader, TruncatedGzipStream) {
   writeBytes(path, compressed.substr(0, compressed.size() - 12));
   expectContains(inputErrorOf([&] { openDataset("mnist", dir, Split::Train); }),
                  {"MNIST file '" + path + "'", "truncated gzip stream"});
+}
+
+TEST(IdxReader, EmptyPlainOrGzipFileIsNamed) {
+  const std::string dir = freshDir("empty");
+  writeMnistDir(dir, "train", false, "");
+  expectContains(
+      inputErrorOf([&] { openDataset("mnist", dir, Split::Train); }),
+      {"MNIST file '" + joinPath(dir, "train-images-idx3-ubyte") + "' is empty (0 bytes)"});
+  const std::string gzDir = freshDir("empty_gz");
+  writeMnistDir(gzDir, "train", true, smallImages(), "");
+  expectContains(
+      inputErrorOf([&] { openDataset("mnist", gzDir, Split::Train); }),
+      {"MNIST file '" + joinPath(gzDir, "train-labels-idx1-ubyte.gz") + "' is empty (0 bytes)"});
+}
+
+// Extra bytes after the announced values of a gzip file are found without inflating them.
+TEST(IdxReader, GzipStreamLongerThanItsHeaderIsCorrupt) {
+  const std::string dir = freshDir("gz_long");
+  writeMnistDir(dir, "train", true, smallImages() + "extra");
+  expectContains(inputErrorOf([&] { openDataset("mnist", dir, Split::Train); }),
+                 {"MNIST file '" + joinPath(dir, "train-images-idx3-ubyte.gz") + "' is corrupt",
+                  "more bytes follow the 3 x 2 x 3 values its header announces"});
+}
+
+// A gzip bomb: a valid header announcing 10 images of 28 x 28, then 200 MB of zeros, which
+// compress to a few hundred KB. The reader must stop at what the header announces: in a child
+// limited to 64 MiB more address space than it has, it fails at once with the reader's message
+// (inflating the whole stream would need 200 MB and end in bad_alloc).
+TEST(IdxReader, GzipBombFailsFastWithBoundedMemory) {
+  const std::string dir = freshDir("gz_bomb");
+  const std::string path = joinPath(dir, "train-images-idx3-ubyte.gz");
+  {
+    gzFile file = gzopen(path.c_str(), "wb9");
+    ASSERT_NE(file, nullptr);
+    const std::string header = idxBytes(0x08, {10, 28, 28}, std::string(10 * 28 * 28, '\1'));
+    ASSERT_EQ(gzwrite(file, header.data(), unsigned(header.size())), int(header.size()));
+    const std::string zeros(1 << 20, '\0');
+    for (int i = 0; i < 200; ++i)
+      ASSERT_EQ(gzwrite(file, zeros.data(), unsigned(zeros.size())), int(zeros.size()));
+    ASSERT_EQ(gzclose(file), Z_OK);
+  }
+  EXPECT_LT(std::filesystem::file_size(path), 1u << 20);
+  writeGzip(joinPath(dir, "train-labels-idx1-ubyte.gz"),
+            idxBytes(0x08, {10}, std::string(10, '\1')));
+
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Exit codes: 0 the expected InputError, 3 out of memory, 4 another error, 5 no error.
+    std::ifstream status("/proc/self/status");
+    long long vmKb = 0;
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("VmSize:", 0) == 0) vmKb = std::atoll(line.c_str() + 7);
+    const rlim_t limit = rlim_t(vmKb) * 1024 + (64u << 20);
+    const struct rlimit asLimit = {limit, limit};
+    if (vmKb == 0 || setrlimit(RLIMIT_AS, &asLimit) != 0) _exit(6);
+    try {
+      openDataset("mnist", dir, Split::Train);
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      _exit(what.find("is corrupt: more bytes follow the 10 x 28 x 28 values") != std::string::npos
+                ? 0
+                : 4);
+    } catch (const std::bad_alloc&) {
+      _exit(3);
+    } catch (...) {
+      _exit(4);
+    }
+    _exit(5);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(WIFEXITED(status)) << "the reader died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "3: out of memory, 4: another error, 5: no error, 6: no limit";
+  EXPECT_LT(seconds, 2.0);
 }
 
 TEST(IdxReader, LabelOutOfRangeAndCountMismatch) {

@@ -10,8 +10,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
+
+#include "elastic/checkpoint_file.h"
 
 #include "tests/support/run_command.h"
 
@@ -36,6 +39,11 @@ std::string jobFlags() {
 
 nlohmann::json summary(const std::string& dir) { return nlohmann::json::parse(slurp(dir + "/summary.json")); }
 
+// `command` run from `dir` (runCommand runs it under timeout, which cannot cd).
+std::string inFolder(const std::string& dir, const std::string& command) {
+  return "sh -c 'cd " + dir + " && " + command + "'";
+}
+
 int countSteps(const std::string& metricsPath) {
   std::ifstream in(metricsPath);
   int steps = 0;
@@ -50,9 +58,17 @@ class ElasticE2E : public ::testing::Test {
     gDataDir = tl::testing::makeSyntheticCifar("elastic_data", 256, 32, 3, &error);
     ASSERT_EQ(error, "");
     auto ref = freshDir("elastic_reference");
-    auto run = runCommand(mpirun(2) + TL_LAUNCH_BIN + jobFlags() + " --output-dir " + ref, 300, ref);
+    // (Its checkpoint at step 20 is the one the tests of inconsistent checkpoints edit.)
+    auto run = runCommand(
+        mpirun(2) + TL_LAUNCH_BIN + jobFlags() + " --output-dir " + ref + " --checkpoint-every 20",
+        300, ref);
     ASSERT_EQ(run.exitCode, 0) << run.err;
     referenceHash() = summary(ref)["params_sha256"];
+    referenceDir() = ref;
+  }
+  static std::string& referenceDir() {
+    static std::string dir;
+    return dir;
   }
   static std::string& referenceHash() {
     static std::string hash;
@@ -155,6 +171,93 @@ TEST_F(ElasticE2E, PeriodicCheckpointsAndRefusedOrDamagedResumes) {
     EXPECT_NE(res.err.find(k.dir), std::string::npos) << res.err;
     EXPECT_NE(res.err.find(k.expected), std::string::npos) << k.expected << " in:\n" << res.err;
   }
+}
+
+// A checkpoint's SHA-256 is a checksum, not a signature: an edited, re-hashed checkpoint reads,
+// and what it says must fit its job. Each is refused naming the file, never a flag.
+TEST_F(ElasticE2E, InconsistentCheckpointsAreRefusedNamingTheFile) {
+  auto out = freshDir("elastic_inconsistent");
+  struct Case {
+    std::string name, expected;
+    std::function<void(nlohmann::json&)> edit;
+  };
+  const std::vector<Case> cases = {
+      {"steps", "it is at step 30, past the end of its job of 24 steps",
+       [](nlohmann::json& m) { m["steps_done"] = 30; }},
+      {"batch", "its job has batch 0", [](nlohmann::json& m) { m["job"]["batch"] = 0; }},
+      // Consistent by itself; only the data's plan (8 steps per epoch) shows the cursors wrong.
+      {"cursors", "after step 20 (8 per epoch on this data) its ESTs are at epoch 2 position 32",
+       [](nlohmann::json& m) {
+         for (auto& e : m["ests"]) e["position"] = 40;
+       }}};
+  for (const Case& k : cases) {
+    const std::string dir = out + "/" + k.name;
+    std::filesystem::copy(referenceDir() + "/checkpoint", dir);
+    tl::elastic::CheckpointData data = tl::elastic::readCheckpoint(dir + "/checkpoint.tl");
+    k.edit(data.manifest);
+    tl::elastic::writeCheckpoint(dir + "/checkpoint.tl", data);
+    auto res = runCommand(mpirun(1) + TL_LAUNCH_BIN + " --resume " + dir, 60, out);
+    EXPECT_EQ(res.exitCode, 2) << k.name << "\n" << res.err;
+    EXPECT_EQ(countOccurrences(res.err, "tl-launch: error:"), 1) << res.err;
+    EXPECT_NE(res.err.find("checkpoint '" + dir + "/checkpoint.tl' is inconsistent: " + k.expected),
+              std::string::npos)
+        << k.expected << " in:\n"
+        << res.err;
+    EXPECT_EQ(res.err.find("--batch"), std::string::npos) << res.err;
+  }
+}
+
+// A checkpoint knows its data: a relative --data-dir resumed from another folder keeps reading
+// the job's data, other data is refused naming what differs, and data that moved is accepted.
+TEST_F(ElasticE2E, ResumeKeepsTheJobsDataAndRefusesOtherData) {
+  namespace fs = std::filesystem;
+  auto first = freshDir("elastic_data_first");
+  auto elsewhere = freshDir("elastic_data_elsewhere");
+  fs::copy(gDataDir, first + "/data");
+  std::string error;
+  // Same size as the job's data, other images: only the fingerprint tells them apart.
+  auto lookalike = tl::testing::makeSyntheticCifar("elastic_data_lookalike", 256, 32, 9, &error);
+  ASSERT_EQ(error, "");
+  fs::copy(lookalike, elsewhere + "/data");
+  auto small = tl::testing::makeSyntheticCifar("elastic_data_small", 100, 32, 3, &error);
+  ASSERT_EQ(error, "");
+  std::string flags = jobFlags();
+  flags.replace(flags.find(gDataDir), gDataDir.size(), "data");
+  auto r = runCommand(
+      inFolder(first, mpirun(1) + TL_LAUNCH_BIN + flags + " --output-dir out --stop-at-step 4"),
+      300, first);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::string ckpt = first + "/out/checkpoint";
+
+  // From another folder, without --data-dir: the job's own data, by its absolute path.
+  auto same = runCommand(inFolder(elsewhere, mpirun(1) + TL_LAUNCH_BIN + " --resume " + ckpt +
+                                                 " --output-dir " + elsewhere + "/out"),
+                         300, elsewhere);
+  ASSERT_EQ(same.exitCode, 0) << same.err;
+  EXPECT_EQ(summary(elsewhere + "/out")["params_sha256"], referenceHash());
+
+  // Other data, given relative to the other folder or absolute: refused, naming what differs.
+  for (const auto& [dir, expected] :
+       {std::pair<std::string, std::string>{"data", "the same files and sizes, but other contents"},
+        {small, "data_batch_1.bin has 61460 bytes (then 159796)"}}) {
+    auto res = runCommand(
+        inFolder(elsewhere, mpirun(1) + TL_LAUNCH_BIN + " --resume " + ckpt + " --data-dir " + dir),
+        60, elsewhere);
+    EXPECT_EQ(res.exitCode, 2) << res.err;
+    EXPECT_EQ(countOccurrences(res.err, "tl-launch: error:"), 1) << res.err;
+    EXPECT_NE(res.err.find("is not the data the job of checkpoint '" + ckpt +
+                           "/checkpoint.tl' trained on"),
+              std::string::npos)
+        << res.err;
+    EXPECT_NE(res.err.find(expected), std::string::npos) << expected << " in:\n" << res.err;
+  }
+
+  // The job's data in another folder: accepted (its fingerprint does not depend on the folder).
+  fs::rename(first + "/data", first + "/moved");
+  auto moved = runCommand(mpirun(1) + TL_LAUNCH_BIN + " --resume " + ckpt + " --data-dir " + first +
+                              "/moved --stop-at-step 5 --checkpoint-dir " + first + "/ck2",
+                          300, first);
+  EXPECT_EQ(moved.exitCode, 0) << moved.err;
 }
 
 }  // namespace

@@ -45,6 +45,15 @@ TEST(Flags, AutoWorkersAndSimulatedDevice) {
   EXPECT_FALSE(parseLaunchOptions({"--workers", "3"}).job.autoWorkers);
 }
 
+// The deadline of collectives is a run setting: ten minutes unless the launch says otherwise.
+TEST(Flags, CollectiveTimeoutInSeconds) {
+  EXPECT_EQ(tl::collectiveTimeout(parseLaunchOptions({}).job), std::chrono::minutes(10));
+  EXPECT_EQ(tl::collectiveTimeout(parseLaunchOptions({"--collective-timeout", "2.5"}).job),
+            std::chrono::milliseconds(2500));
+  EXPECT_NE(errorOf({"--collective-timeout", "0"}).find("--collective-timeout: must be between 0.1"),
+            std::string::npos);
+}
+
 TEST(Flags, GpuCommDefaultsToNcclAndAcceptsMpi) {
   EXPECT_EQ(parseLaunchOptions({}).gpuComm, "nccl");
   EXPECT_EQ(parseLaunchOptions({"--device", "cuda", "--gpu-comm", "mpi"}).gpuComm, "mpi");

@@ -140,8 +140,10 @@ class InMemoryCommunicator final : public Communicator {
     meeting.complete = [&worldRanks](Round& round) { splitGroup(worldRanks, round); };
     const std::shared_ptr<Round> round = meet(meeting, options);
     if (round->splitGroups[rank_] == nullptr) return nullptr;
-    return std::make_unique<InMemoryCommunicator>(world_, round->splitGroups[rank_],
-                                                  round->splitRanks[rank_]);
+    auto child = std::make_unique<InMemoryCommunicator>(world_, round->splitGroups[rank_],
+                                                        round->splitRanks[rank_]);
+    child->setTimeout(timeout());
+    return child;
   }
 
  private:
@@ -177,7 +179,8 @@ class InMemoryCommunicator final : public Communicator {
   }
 
   std::shared_ptr<Round> meet(const Meeting& meeting, const CollectiveOptions& options) {
-    return world_->meet(*group_, rank_, nextSequence_, meeting, options);
+    return world_->meet(*group_, rank_, nextSequence_, meeting,
+                        CollectiveOptions{timeoutFor(options)});
   }
 
   std::shared_ptr<WorldState> world_;

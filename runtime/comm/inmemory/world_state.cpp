@@ -90,7 +90,9 @@ void WorldState::checkCallerLocked(int worldRank, const char* operation) const {
 
 std::shared_ptr<Round> WorldState::meet(Group& group, int groupRank, std::uint64_t& sequence,
                                         const Meeting& meeting, const CollectiveOptions& options) {
-  const Clock::time_point deadline = deadlineAfter(options.timeout);
+  // (The communicator resolved an unset timeout to its own.)
+  const std::chrono::milliseconds timeout = options.timeout.value_or(kDefaultCollectiveTimeout);
+  const Clock::time_point deadline = deadlineAfter(timeout);
   const int me = group.worldRanks.at(groupRank);
   std::unique_lock<std::mutex> lock(mutex_);
   throwIfFailed(group);
@@ -142,7 +144,7 @@ std::shared_ptr<Round> WorldState::meet(Group& group, int groupRank, std::uint64
       if (!round->present[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
     failGroup(group, std::make_exception_ptr(TimeoutError(
                          timeoutMessage("inmemory", meeting.signature, groupRank, group.size(),
-                                        options.timeout) +
+                                        timeout) +
                          "; members that had not arrived: " + missing)));
   }
   if (places_[me] == Place::Waiting) places_[me] = Place::Runnable;

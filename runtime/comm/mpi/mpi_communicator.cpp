@@ -10,6 +10,7 @@
 
 #include "runtime/comm/collective_wait.h"
 #include "runtime/comm/mpi/mpi_detail.h"
+#include "runtime/comm/mpi/mpi_roll_call.h"
 
 namespace tl::comm {
 
@@ -53,9 +54,11 @@ class MpiCommunicator final : public Communicator {
     TL_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     TL_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     TL_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+    rollCall_ = std::make_unique<detail::MpiRollCall>(comm_);
   }
 
   ~MpiCommunicator() override {
+    rollCall_.reset();
     int finalized = 0;
     MPI_Finalized(&finalized);
     // Freeing is fine with abandoned operations pending: MPI frees the communicator once they
@@ -120,7 +123,9 @@ class MpiCommunicator final : public Communicator {
       throw;
     }
     if (child == MPI_COMM_NULL) return nullptr;
-    return std::make_unique<MpiCommunicator>(child, options_);
+    auto communicator = std::make_unique<MpiCommunicator>(child, options_);
+    communicator->setTimeout(timeout());
+    return communicator;
   }
 
  private:
@@ -198,13 +203,18 @@ class MpiCommunicator final : public Communicator {
   void run(const std::function<std::string()>& describe, std::vector<at::Tensor> buffers,
            const CollectiveOptions& options,
            const std::function<void(std::vector<MPI_Request>&)>& start) {
-    const detail::Clock::time_point deadline = detail::deadlineAfter(options.timeout);
+    const std::chrono::milliseconds timeout = timeoutFor(options);
+    const detail::Clock::time_point deadline = detail::deadlineAfter(timeout);
     std::vector<MPI_Request> requests;
+    rollCall_->enter();
     try {
       start(requests);
       int mpiError = MPI_SUCCESS;
+      unsigned polls = 0;
       const bool done = detail::pollUntil(
           [&] {
+            // Peers whose own wait timed out ask who is here; answer every few polls.
+            if (++polls % kPollsPerAnswer == 0) rollCall_->answer();
             int complete = 0;
             mpiError = MPI_Testall(static_cast<int>(requests.size()), requests.data(), &complete,
                                    MPI_STATUSES_IGNORE);
@@ -213,8 +223,11 @@ class MpiCommunicator final : public Communicator {
           deadline);
       if (mpiError != MPI_SUCCESS)
         detail::throwMpiError(mpiError, "MPI_Testall", __FILE__, __LINE__);
-      if (!done)
-        throw TimeoutError(detail::timeoutMessage("mpi", describe(), rank_, size_, options.timeout));
+      if (!done) {
+        const std::vector<int> absent = rollCall_->absentees(rollCallGrace(timeout));
+        throw TimeoutError(detail::timeoutMessage("mpi", describe(), rank_, size_, timeout,
+                                                  rollCall_->describeAbsentees(absent, timeout)));
+      }
     } catch (...) {
       failure_ = std::current_exception();
       detail::keepAliveUntilFinalize(std::move(buffers));
@@ -222,8 +235,17 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
+  // How long a roll call waits for answers: members that are there answer within
+  // milliseconds, so the limit matters only for those that are not.
+  static std::chrono::milliseconds rollCallGrace(std::chrono::milliseconds timeout) {
+    return std::clamp<std::chrono::milliseconds>(timeout / 2, std::chrono::milliseconds(200),
+                                                 std::chrono::seconds(5));
+  }
+  static constexpr unsigned kPollsPerAnswer = 8;
+
   MPI_Comm comm_;
   MpiCommunicatorOptions options_;
+  std::unique_ptr<detail::MpiRollCall> rollCall_;
   int rank_ = 0;
   int size_ = 0;
   std::exception_ptr failure_;

@@ -3,6 +3,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -22,6 +23,12 @@ void checkOnMpiThread(const char* operation);
 // Keeps the buffers of MPI operations abandoned after a timeout alive until MPI_Finalize: a
 // late peer can still complete such an operation and write into them.
 void keepAliveUntilFinalize(std::vector<at::Tensor> buffers);
+
+// Waits until whoever reads `fd` (mpirun's I/O forwarding, when it is a pipe) has taken
+// everything written to it, for at most `limit`; false if it has not by then. Returns true at
+// once for files and terminals. abortJob waits so that a rank's last words are on their way
+// before MPI_Abort's banner is.
+bool waitUntilRead(int fd, std::chrono::milliseconds limit);
 
 // The MPI datatype tl reduces `type` with; tl::Error for dtypes allreduce does not support.
 MPI_Datatype reductionDatatype(at::ScalarType type);

@@ -1,5 +1,9 @@
 // MpiSession: MPI's lifetime and the thread that owns it.
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -25,6 +29,16 @@ std::vector<at::Tensor>& abandonedBuffers() {
 }  // namespace
 
 namespace detail {
+
+bool waitUntilRead(int fd, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  int unread = 0;
+  while (::ioctl(fd, FIONREAD, &unread) == 0 && unread > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
 
 void throwMpiError(int code, const char* call, const char* file, int line) {
   char text[MPI_MAX_ERROR_STRING] = {};
@@ -87,6 +101,12 @@ void MpiSession::abortJob(int code) {
   MPI_Finalized(&finalized);
   std::fflush(stdout);
   std::fflush(stderr);
+  // mpirun prints its MPI_ABORT banner from a message of its own, which can overtake this
+  // process's last output on its way through the I/O forwarding: let that output be read first,
+  // and forwarded, so the user sees the reason before the banner.
+  detail::waitUntilRead(STDOUT_FILENO, std::chrono::seconds(2));
+  detail::waitUntilRead(STDERR_FILENO, std::chrono::seconds(2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, code);
   // MPI_Abort should not return; if it does, or MPI is not running, end this process at least.
   std::_Exit(code);

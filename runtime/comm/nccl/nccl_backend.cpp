@@ -132,12 +132,17 @@ class NcclCommunicator final : public Communicator {
       throw;
     }
     if (child == nullptr) return nullptr;
-    return wrapNcclCommunicator(child, device_, nullptr);
+    std::unique_ptr<Communicator> wrapped = wrapNcclCommunicator(child, device_, nullptr);
+    wrapped->setTimeout(timeout());
+    return wrapped;
 #else
     std::unique_ptr<Communicator> childBootstrap = bootstrap_->split(color, key, options);
     if (childBootstrap == nullptr) return nullptr;
     Communicator& childBootstrapRef = *childBootstrap;
-    return setUpNcclCommunicator(childBootstrapRef, device_, std::move(childBootstrap));
+    std::unique_ptr<Communicator> wrapped =
+        setUpNcclCommunicator(childBootstrapRef, device_, std::move(childBootstrap));
+    wrapped->setTimeout(timeout());
+    return wrapped;
 #endif
   }
 
@@ -161,7 +166,8 @@ class NcclCommunicator final : public Communicator {
   // its kernels, and fails this communicator for good.
   void run(const std::function<std::string()>& describe, const CollectiveOptions& options,
            const std::function<void()>& enqueue) {
-    const Clock::time_point deadline = deadlineAfter(options.timeout);
+    const std::chrono::milliseconds timeout = timeoutFor(options);
+    const Clock::time_point deadline = deadlineAfter(timeout);
     try {
       TL_CUDA_CHECK(cudaSetDevice(device_));
       enqueue();
@@ -180,7 +186,7 @@ class NcclCommunicator final : public Communicator {
       if (asyncState != ncclSuccess)
         throwNcclError(asyncState, "ncclCommGetAsyncError", __FILE__, __LINE__);
       if (!done)
-        throw TimeoutError(timeoutMessage("nccl", describe(), rank_, size_, options.timeout));
+        throw TimeoutError(timeoutMessage("nccl", describe(), rank_, size_, timeout));
     } catch (...) {
       fail();
       throw;

@@ -24,13 +24,15 @@ int ncclVisibleDeviceCount() {
 
 std::unique_ptr<Communicator> createNcclCommunicator(Communicator& bootstrap, int device) {
 #if TL_NCCL_HAS_COMM_SPLIT
-  return detail::setUpNcclCommunicator(bootstrap, device, nullptr);
+  std::unique_ptr<Communicator> nccl = detail::setUpNcclCommunicator(bootstrap, device, nullptr);
 #else
   // Splitting will need a bootstrap of our own, one the caller cannot destroy under us.
   std::unique_ptr<Communicator> own = bootstrap.split(0, bootstrap.rank());
   Communicator& ownRef = *own;
-  return detail::setUpNcclCommunicator(ownRef, device, std::move(own));
+  std::unique_ptr<Communicator> nccl = detail::setUpNcclCommunicator(ownRef, device, std::move(own));
 #endif
+  nccl->setTimeout(bootstrap.timeout());
+  return nccl;
 }
 
 #else  // !TL_HAVE_NCCL

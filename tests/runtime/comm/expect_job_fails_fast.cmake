@@ -1,5 +1,6 @@
 # Runs a command (an mpirun job) and passes only if it exits with a non-zero status within
-# MAX_SECONDS. Usage: cmake -DMAX_SECONDS=20 -P expect_job_fails_fast.cmake <command> <args...>
+# MAX_SECONDS and, with -DEXPECT_OUTPUT=<regex>, its combined output matches the regex.
+# Usage: cmake -DMAX_SECONDS=20 [-DEXPECT_OUTPUT=...] -P expect_job_fails_fast.cmake <command> <args...>
 if(NOT MAX_SECONDS)
   message(FATAL_ERROR "expect_job_fails_fast.cmake needs -DMAX_SECONDS=<seconds>")
 endif()
@@ -22,7 +23,9 @@ endif()
 string(TIMESTAMP start "%s" UTC)
 # The timeout kills a hung job, which then fails this check below instead of hanging CTest.
 math(EXPR killAfter "${MAX_SECONDS} + 30")
-execute_process(COMMAND ${command} RESULT_VARIABLE status TIMEOUT ${killAfter})
+execute_process(COMMAND ${command} RESULT_VARIABLE status TIMEOUT ${killAfter}
+                OUTPUT_VARIABLE output ERROR_VARIABLE output)
+message("${output}")
 string(TIMESTAMP end "%s" UTC)
 math(EXPR elapsed "${end} - ${start}")
 
@@ -35,4 +38,7 @@ if(NOT status MATCHES "^[0-9]+$")
 endif()
 if(elapsed GREATER MAX_SECONDS)
   message(FATAL_ERROR "the job failed, but only after ${elapsed} s (limit ${MAX_SECONDS} s)")
+endif()
+if(EXPECT_OUTPUT AND NOT output MATCHES "${EXPECT_OUTPUT}")
+  message(FATAL_ERROR "the job's output does not match '${EXPECT_OUTPUT}'")
 endif()

@@ -8,6 +8,9 @@
 //   abort    rank 1 calls MpiSession::abortJob(3) (tl's reaction to an error it cannot recover)
 //   hang     rank 1 stops taking part without dying; the others' collectives time out and
 //            they end the job with abortJob
+//   sigstop  rank 1 stops itself (SIGSTOP) as a debugger or a frozen node would; the others'
+//            collectives time out under the communicator's own deadline (2 s), and each names
+//            rank 1 and its host as the member that did not join
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +34,7 @@ void failAs(const std::string& mode) {
   if (mode == "abort") tl::comm::MpiSession::abortJob(3);
   if (mode == "hang")
     while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (mode == "sigstop") std::raise(SIGSTOP);
   std::fprintf(stderr, "unknown failure mode '%s'\n", mode.c_str());
   std::exit(2);
 }
@@ -45,11 +49,14 @@ int main(int argc, char** argv) {
   // is the timeout what ends the job.
   const tl::comm::CollectiveOptions options{mode == "hang" ? std::chrono::seconds(2)
                                                            : std::chrono::seconds(120)};
+  // "sigstop" relies on the communicator's deadline, as tl-launch's --collective-timeout does.
+  if (mode == "sigstop") world->setTimeout(std::chrono::seconds(2));
   at::Tensor gradient = at::ones({1 << 16}, at::kFloat);
   for (int step = 0; step < 100'000; ++step) {
     if (world->rank() == 1 && step == 20) failAs(mode);
     try {
-      world->allreduce(gradient, tl::comm::ReduceOp::Max, options);
+      if (mode == "sigstop") world->allreduce(gradient, tl::comm::ReduceOp::Max);
+      else world->allreduce(gradient, tl::comm::ReduceOp::Max, options);
     } catch (const tl::Error& e) {
       std::fprintf(stderr, "rank %d: %s; ending the job\n", world->rank(), e.what());
       tl::comm::MpiSession::abortJob(4);

@@ -1,4 +1,6 @@
 // Single-process tests of runtime/comm: waiting, and the NCCL factory where NCCL cannot run.
+#include <unistd.h>
+
 #include <ctime>
 #include <thread>
 
@@ -8,6 +10,7 @@
 
 #include "common/check.h"
 #include "runtime/comm/collective_wait.h"
+#include "runtime/comm/mpi/mpi_detail.h"
 #include "runtime/comm/nccl/nccl_communicator.h"
 
 namespace tl::comm {
@@ -53,6 +56,31 @@ TEST(TimeoutMessage, NamesOperationRankSizeAndTimeout) {
   EXPECT_THAT(message, HasSubstr("1500 ms"));
   EXPECT_THAT(message, HasSubstr("rank 2"));
   EXPECT_THAT(message, HasSubstr("size 3"));
+}
+
+// Before MPI_Abort, a rank waits until mpirun has read its last output (a pipe), so that the
+// reason comes out before the abort banner.
+TEST(WaitUntilRead, ReturnsOnceThePipeIsReadAndGivesUpAtTheLimit) {
+  int ends[2];
+  ASSERT_EQ(pipe(ends), 0);
+  const std::string text(100, 'x');
+  ASSERT_EQ(write(ends[1], text.data(), text.size()), ssize_t(text.size()));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(detail::waitUntilRead(ends[1], std::chrono::milliseconds(50)));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(50));
+  std::thread reader([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    char buffer[100];
+    EXPECT_EQ(read(ends[0], buffer, sizeof buffer), 100);
+  });
+  const auto waitStart = std::chrono::steady_clock::now();
+  EXPECT_TRUE(detail::waitUntilRead(ends[1], std::chrono::seconds(5)));
+  const auto waited = std::chrono::steady_clock::now() - waitStart;
+  EXPECT_GE(waited, std::chrono::milliseconds(90));
+  EXPECT_LT(waited, std::chrono::seconds(4));
+  reader.join();
+  close(ends[0]);
+  close(ends[1]);
 }
 
 TEST(DescribeTensor, UsesPyTorchDtypeNames) {
