@@ -596,6 +596,7 @@ std::unique_ptr<JoinedProcess> joinRunningJob(comm::ParentLink& lead) {
     // This process alone until it joins: it builds data, model, optimizer and reducer now,
     // while the job trains.
     m.host = comm::createMpiWorldCommunicator();
+    m.host->setTimeout(collectiveTimeout(o.job));
     joined->executor = est::ExecutorBuilder(o.job)
                            .layout(est::Placement::even(o.job.logicalWorkers, 1), *m.host, *m.host)
                            .build();
@@ -620,6 +621,7 @@ std::unique_ptr<JoinedProcess> joinRunningJob(comm::ParentLink& lead) {
   command.checkpoint = c.at("checkpoint").get<bool>();
   joined->retired.push_back(std::move(m.host));  // the executor still uses it until it is admitted
   m.host = comm::joinLead(lead);
+  m.host->setTimeout(collectiveTimeout(o.job));
   // The processes started after this one join next; this one is a member by then.
   for (int64_t j = 0; j < join.at("after").get<int64_t>(); ++j) {
     auto widened = comm::admitProcess(*m.host, nullptr);

@@ -129,7 +129,9 @@ std::unique_ptr<Communicator> admitProcess(Communicator& members, SpawnedProcess
   TL_MPI_CHECK(MPI_Intercomm_merge(inter, 0, &merged));
   MPI_Comm_free(&inter);
   if (bridge != MPI_COMM_NULL) MPI_Comm_free(&bridge);
-  return detail::adoptMpiCommunicator(merged);
+  auto widened = detail::adoptMpiCommunicator(merged);
+  widened->setTimeout(members.timeout());
+  return widened;
 }
 
 std::unique_ptr<Communicator> joinLead(ParentLink& lead) {

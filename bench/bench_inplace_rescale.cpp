@@ -1,0 +1,175 @@
+// In-place rescale (tl-ctl) against checkpoint-restart of the same change, measured in the same
+// invocation: ResNet-18, 4 logical workers, batch 32 each. Changes: shrink 4 -> 2 processes,
+// placement 3,1 -> 2,2, grow 2 -> 4.
+//
+// Pause of a change = end of the first step on the new layout - end of the last step on the old
+// one - a normal step on the new layout (the median of the steps after the first). For a grow,
+// also the start-up of the new processes that the job trained through (metrics' startup_s).
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "bench/bench_support.h"
+
+extern char** environ;
+
+namespace {
+
+using namespace tl::bench;
+
+std::string jobFlags(const std::string& data, int steps) {
+  return " --dataset cifar10 --data-dir " + data + " --model resnet18 --batch 32 --logical-workers 4 --workers 1" +
+         " --log-every 0 --steps " + std::to_string(steps);
+}
+
+// End time of each step, by step number, from <dir>/metrics.jsonl.
+std::map<int, double> stepEnds(const std::string& dir) {
+  std::map<int, double> out;
+  std::ifstream in(dir + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j["type"] == "step") out[j["step"].get<int>()] = j["time"].get<double>();
+  }
+  return out;
+}
+
+std::vector<nlohmann::json> events(const std::string& dir) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(dir + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j["type"] == "rescale") out.push_back(j);
+  }
+  return out;
+}
+
+// Median duration of steps first..last (each from the previous step's end).
+double medianStep(const std::map<int, double>& ends, int first, int last) {
+  std::vector<double> d;
+  for (int s = first; s <= last; ++s) {
+    auto a = ends.find(s - 1), b = ends.find(s);
+    if (a != ends.end() && b != ends.end()) d.push_back(b->second - a->second);
+  }
+  if (d.empty()) return 0;
+  std::sort(d.begin(), d.end());
+  return d[d.size() / 2];
+}
+
+pid_t startJob(const std::string& cmd) {
+  const std::string shell = "exec " + cmd;
+  const char* argv[] = {"/bin/sh", "-c", shell.c_str(), nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0) {
+    std::fprintf(stderr, "benchmark: cannot start %s\n", cmd.c_str());
+    std::exit(1);
+  }
+  return pid;
+}
+
+void waitOk(pid_t pid, const std::string& what) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "benchmark: %s failed\n", what.c_str());
+    std::exit(1);
+  }
+}
+
+void waitForSteps(const std::string& dir, int steps) {
+  while (stepEnds(dir).size() < size_t(steps)) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+struct Measured {
+  double pause = 0, normal = 0;
+};
+
+// Checkpoint-restart of one change: a job on `fromNp` processes (`fromFlags`) stopped by SIGUSR1
+// after a few steps, resumed on `toNp` (`toFlags`) for a few steps.
+Measured checkpointRestart(const std::string& root, const std::string& tag, const std::string& data, int fromNp,
+                           const std::string& fromFlags, int toNp, const std::string& toFlags) {
+  const std::string a = root + "/" + tag + "_before", b = root + "/" + tag + "_after", ckpt = root + "/" + tag + "_ckpt";
+  pid_t pid = startJob(mpirun(fromNp) + binDir() + "/tl-launch" + jobFlags(data, 100) + fromFlags + " --output-dir " +
+                       a + " --checkpoint-dir " + ckpt + " --control-bind none >" + a + ".log 2>&1");
+  waitForSteps(a, 3);
+  kill(pid, SIGUSR1);
+  waitOk(pid, "the job stopped for checkpoint-restart (" + tag + ")");
+  const auto before = stepEnds(a);
+  const int last = before.rbegin()->first;
+  runOrDie(mpirun(toNp) + binDir() + "/tl-launch --resume " + ckpt + toFlags + " --output-dir " + b +
+           " --stop-at-step " + std::to_string(last + 4) + " --checkpoint-dir " + root + "/scratch_ckpt" +
+           " --control-bind none >" + b + ".log 2>&1");
+  const auto after = stepEnds(b);
+  Measured m;
+  m.normal = medianStep(after, last + 2, last + 4);
+  m.pause = after.at(last + 1) - before.at(last) - m.normal;
+  return m;
+}
+
+}  // namespace
+
+int main() {
+  auto root = scratch("inplace-rescale");
+  auto data = synthData(root, 2048);
+  std::printf("In-place rescale vs checkpoint-restart, ResNet-18, 4 logical workers, batch 32 each\n\n");
+
+  // In place: one job, the changes at known steps (tl-ctl --at-step), each followed by steps
+  // on the new layout.
+  const std::string out = root + "/inplace";
+  const std::string ctl = binDir() + "/tl-ctl ";
+  pid_t job = startJob(mpirun(4) + binDir() + "/tl-launch" + jobFlags(data, 21) + " --output-dir " + out + " >" +
+                       out + ".log 2>&1");
+  while (!std::filesystem::exists(out + "/control.json")) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Queued in order; each waits for its step. The grow starts its processes once the
+  // placement change before it is done, and joins at the first boundary from step 12 on at
+  // which they are ready.
+  std::vector<std::thread> requests;
+  const char* commands[] = {"rescale " /* 4 -> 2 */, "placement ", "placement ", "rescale "};
+  const std::string args[] = {" --processes 2 --at-step 3", " 3,1 --at-step 6", " 2,2 --at-step 9",
+                              " --processes 4 --at-step 12"};
+  for (int i = 0; i < 4; ++i) {
+    requests.emplace_back([&, i] { runOrDie(ctl + commands[i] + out + args[i] + " --timeout 600 >/dev/null"); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  for (auto& t : requests) t.join();
+  waitOk(job, "the in-place job");
+  const auto ends = stepEnds(out);
+  const auto ev = events(out);
+  if (ev.size() != 4) {
+    std::fprintf(stderr, "benchmark: expected 4 rescale events, got %zu\n", ev.size());
+    return 1;
+  }
+  std::vector<Measured> inplace;
+  for (int i : {0, 2, 3}) {
+    const int s = ev[size_t(i)]["step"];
+    Measured m;
+    m.normal = medianStep(ends, s + 2, s + 4);
+    m.pause = ends.at(s + 1) - ends.at(s) - m.normal;
+    inplace.push_back(m);
+  }
+  const double hidden = ev[3]["startup_s"];
+
+  const Measured crShrink = checkpointRestart(root, "shrink", data, 4, "", 2, "");
+  const Measured crPlacement = checkpointRestart(root, "placement", data, 2, " --placement 3,1", 2, " --placement 2,2");
+  const Measured crGrow = checkpointRestart(root, "grow", data, 2, "", 4, "");
+
+  std::printf("%-22s %10s %12s %12s %10s %12s %10s\n", "change", "step s", "in-place s", "ckpt-rst s", "speed-up",
+              "start-up hid", "in-place MB");
+  const char* names[] = {"shrink 4 -> 2", "placement 3,1 -> 2,2", "grow 2 -> 4"};
+  const Measured cr[] = {crShrink, crPlacement, crGrow};
+  const int eventOf[] = {0, 2, 3};
+  for (int i = 0; i < 3; ++i) {
+    const double mb = ev[size_t(eventOf[i])]["bytes_moved"].get<double>() / 1e6;
+    std::printf("%-22s %10.2f %12.3f %12.2f %9.1fx %12s %10.1f\n", names[i], inplace[size_t(i)].normal,
+                inplace[size_t(i)].pause, cr[i].pause, cr[i].pause / std::max(inplace[size_t(i)].pause, 1e-3),
+                i == 2 ? (std::to_string(hidden).substr(0, 5) + " s").c_str() : "-", mb);
+  }
+  std::printf("\npause = end of the first step on the new layout - end of the last on the old - a normal\n"
+              "step on the new layout (median of the next three); checkpoint-restart: SIGUSR1, checkpoint,\n"
+              "exit, mpirun --resume on the new layout. Targets: in-place pause <= 1 s and >= 5x faster.\n");
+  return 0;
+}
