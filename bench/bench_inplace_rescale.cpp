@@ -157,19 +157,24 @@ int main() {
   const Measured crPlacement = checkpointRestart(root, "placement", data, 2, " --placement 3,1", 2, " --placement 2,2");
   const Measured crGrow = checkpointRestart(root, "grow", data, 2, "", 4, "");
 
-  std::printf("%-22s %10s %12s %12s %10s %12s %10s\n", "change", "step s", "in-place s", "ckpt-rst s", "speed-up",
-              "start-up hid", "in-place MB");
+  std::printf("%-22s %8s %11s %11s %11s %9s %12s %9s\n", "change", "step s", "in-place s", "(in-ctl s)",
+              "ckpt-rst s", "speed-up", "start-up hid", "moved MB");
   const char* names[] = {"shrink 4 -> 2", "placement 3,1 -> 2,2", "grow 2 -> 4"};
   const Measured cr[] = {crShrink, crPlacement, crGrow};
   const int eventOf[] = {0, 2, 3};
   for (int i = 0; i < 3; ++i) {
     const double mb = ev[size_t(eventOf[i])]["bytes_moved"].get<double>() / 1e6;
-    std::printf("%-22s %10.2f %12.3f %12.2f %9.1fx %12s %10.1f\n", names[i], inplace[size_t(i)].normal,
-                inplace[size_t(i)].pause, cr[i].pause, cr[i].pause / std::max(inplace[size_t(i)].pause, 1e-3),
+    const double controller = ev[size_t(eventOf[i])]["pause_s"].get<double>();
+    // Step-time noise can make the step-based figure smaller than the change itself took.
+    const double pause = std::max(inplace[size_t(i)].pause, controller);
+    std::printf("%-22s %8.2f %11.3f %11.3f %11.2f %8.1fx %12s %9.1f\n", names[i], inplace[size_t(i)].normal,
+                inplace[size_t(i)].pause, controller, cr[i].pause, cr[i].pause / std::max(pause, 1e-3),
                 i == 2 ? (std::to_string(hidden).substr(0, 5) + " s").c_str() : "-", mb);
   }
   std::printf("\npause = end of the first step on the new layout - end of the last on the old - a normal\n"
-              "step on the new layout (median of the next three); checkpoint-restart: SIGUSR1, checkpoint,\n"
+              "step on the new layout (median of the next three); in-ctl: the change alone, as the job\n"
+              "measured it (broadcast to the end of the layout change); speed-up against the larger of\n"
+              "the two. Checkpoint-restart: SIGUSR1, checkpoint,\n"
               "exit, mpirun --resume on the new layout. Targets: in-place pause <= 1 s and >= 5x faster.\n");
   return 0;
 }

@@ -21,7 +21,7 @@ if [ "$(id -u)" -eq 0 ]; then MPIRUN="$MPIRUN --allow-run-as-root"; fi
 # 320 samples / 4 workers / batch 16 = 5 steps per epoch: 20 steps cross three epoch boundaries.
 "$BIN/tl-data" synth --out "$WORK/data" --train 320 --test 64 --seed 5 >/dev/null || exit 1
 COMMON="--dataset cifar10 --data-dir $WORK/data --logical-workers 4 --batch 16 --seed 11 --lr 0.05
-        --momentum 0.9 --log-every 0 --steps $STEPS"
+        --momentum 0.9 --log-every 0"
 
 summaryField() {  # summaryField FILE NAME: a top-level field of summary.json
   python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
@@ -35,7 +35,7 @@ segment() {
   local out="$WORK/$MODEL/$name"
   mkdir -p "$out"
   # shellcheck disable=SC2086
-  $MPIRUN -np "$np" "$BIN/tl-launch" $COMMON $MODEL_FLAGS --output-dir "$out" "$@" >"$out/log" 2>&1
+  $MPIRUN -np "$np" "$BIN/tl-launch" $COMMON $MODEL_FLAGS --steps "${SEG_STEPS:-$STEPS}" --output-dir "$out" "$@" >"$out/log" 2>&1
 }
 
 FAILED=0
@@ -72,6 +72,28 @@ rescaled() {
     segment "$name" 1 --device $DEVICE --workers 3 --resume "$ckpt" --placement 4
 }
 
+# inplace NAME NP FLAGS...: the job on NP processes, rescaled in place with tl-ctl while it trains
+# (2 -> 1 -> 3 processes -> placement 1,1,2 -> 4), every change rebuilding the device
+# communicator and moving the ESTs' CUDA generators; as long as the reference `p4-long`.
+inplace() {
+  local name=$1 np=$2
+  shift 2
+  local out="$WORK/$MODEL/$name" ctl="$BIN/tl-ctl"
+  mkdir -p "$out"
+  # shellcheck disable=SC2086
+  $MPIRUN -np "$np" "$BIN/tl-launch" $COMMON $MODEL_FLAGS --steps $LONG --output-dir "$out" "$@" >"$out/log" 2>&1 &
+  local job=$!
+  while [ ! -f "$out/control.json" ] && kill -0 $job 2>/dev/null; do sleep 0.1; done
+  local rc=0
+  "$ctl" rescale "$out" --processes 1 --at-step 10 >>"$out/ctl" 2>&1 || rc=1
+  "$ctl" rescale "$out" --processes 3 >>"$out/ctl" 2>&1 || rc=1
+  "$ctl" placement "$out" 1,1,2 >>"$out/ctl" 2>&1 || rc=1
+  "$ctl" rescale "$out" --processes 4 >>"$out/ctl" 2>&1 || rc=1
+  wait $job || rc=1
+  return $rc
+}
+
+LONG=$((STEPS * 40))
 printf "%-10s %-44s %-18s %10s  %s\n" model run params_sha256 images/s "vs reference"
 for MODEL in cnn resnet20; do
   case $MODEL in
@@ -86,6 +108,11 @@ for MODEL in cnn resnet20; do
   segment p211 3 --device $DEVICE --gpu-comm mpi --placement 2,1,1 --workers 1; row "GPU 3 procs [2,1,1], mpi" p211 exact $?
   segment p31 2 --device $DEVICE --gpu-comm mpi --placement 3,1 --workers 0; row "GPU 2 procs [3,1], mpi" p31 exact $?
   rescaled rescale; row "GPU rescale 4 -> 2 -> 1 procs, loaders 0/2/3" rescale exact $?
+  SAVED_REFERENCE=$REFERENCE
+  REFERENCE=""
+  SEG_STEPS=$LONG segment p4-long 1 --device $DEVICE --placement 4; row "GPU 1 proc [4], $LONG steps (reference)" p4-long exact $?
+  inplace inplace 2 --device $DEVICE --gpu-comm mpi; row "GPU in place 2 -> 1 -> 3 -> [1,1,2] -> 4, mpi" inplace exact $?
+  REFERENCE=$SAVED_REFERENCE
   segment fp32-p4 1 --device $DEVICE --placement 4 --reduction fp32; row "GPU fp32 reduction, 1 proc [4]" fp32-p4 fp32 $?
   segment fp32-ddp 4 --device $DEVICE --gpu-comm mpi --reduction fp32; row "GPU fp32 reduction, DDP mode 4 procs" fp32-ddp fp32 $?
   segment cpu-p4 1 --device cpu --placement 4; row "CPU 1 proc [4] (other kernels)" cpu-p4 cpu $?

@@ -70,6 +70,22 @@ std::vector<int> evenCounts(int logicalWorkers, int processes) {
   return c;
 }
 
+// One forward and backward pass of a batch of zeros, so that the first real step of a process
+// that joins does not pay for first-use allocations and kernel set-up inside the job's pause.
+// It leaves nothing behind: model parameters and buffers are replaced by the job's at the join,
+// gradients are dropped here, the optimizer is not stepped, and each EST installs its own
+// generator states when it runs.
+void warmUp(est::EstExecutor& executor) {
+  const JobConfig& job = executor.config();
+  models::Model& model = executor.model();
+  const auto parameters = model.parameters();
+  if (parameters.empty()) return;
+  at::Tensor x = at::zeros({job.batch, job.model.inChannels, job.model.imageSize, job.model.imageSize},
+                           at::TensorOptions().device(parameters.front().device()));
+  model.forward(x).sum().backward();
+  for (auto& p : model.parameters()) p.mutable_grad() = at::Tensor();
+}
+
 // The command travels as int64s: a fixed header, then the lists.
 constexpr int kHeader = 6;
 
@@ -600,6 +616,7 @@ std::unique_ptr<JoinedProcess> joinRunningJob(comm::ParentLink& lead) {
     joined->executor = est::ExecutorBuilder(o.job)
                            .layout(est::Placement::even(o.job.logicalWorkers, 1), *m.host, *m.host)
                            .build();
+    if (!o.job.device.isSimulated()) warmUp(*joined->executor);
   } catch (const std::exception& e) {
     lead.send(json{{"failed", str("the process started on ", hostName(), " could not get ready: ", e.what())}}.dump());
     throw;

@@ -48,19 +48,7 @@ bool checkJob(const std::vector<std::string>& args, int worldSize, int localRank
     options = parseResumeOptions(args, checkpoint.config);
   }
   const int processes = options.checkProcesses > 0 ? options.checkProcesses : worldSize;
-  JobConfig job = options.job;
-  job.deviceIndex = localRank;
-  if (job.logicalWorkers == 0) job.logicalWorkers = processes;
-  const est::Placement placement =
-      options.placement.empty()
-          ? est::Placement::even(job.logicalWorkers, processes)
-          : est::Placement::explicitCounts(options.placement, job.logicalWorkers, processes);
-  if (job.device.isCuda() && options.gpuComm == "mpi")
-    job.deviceIndex %= std::max<int>(1, int(torch::cuda::device_count()));
-  train::resolveDevice(job);
-  TL_REQUIRE(!job.device.isCuda() || options.gpuComm != "nccl" || comm::ncclAvailable(),
-             "--device cuda: this tl was built without NCCL (configure with -DTL_WITH_NCCL=ON, "
-             "or use --gpu-comm mpi)");
+  auto [job, placement] = jobForProcess(options, processes, localRank);
   checkOutputs(options);
   // What the executor's builder does before training, on this process alone.
   validate(job);

@@ -1,9 +1,14 @@
 #include "launcher/launch_options.h"
 
+#include <torch/cuda.h>
+
+#include <algorithm>
 
 #include "common/check.h"
 #include "launcher/cli/cli.h"
 #include "launcher/job_flags.h"
+#include "runtime/comm/nccl/nccl_communicator.h"
+#include "runtime/train/trainer_result.h"
 
 namespace tl::launcher {
 namespace {
@@ -93,6 +98,22 @@ LaunchOptions parseResumeOptions(const std::vector<std::string>& args, const Job
   }
   validate(o.job);
   return o;
+}
+
+ProcessJob jobForProcess(const LaunchOptions& options, int processes, int localRank) {
+  JobConfig job = options.job;
+  job.deviceIndex = localRank;
+  if (job.logicalWorkers == 0) job.logicalWorkers = processes;
+  est::Placement placement = options.placement.empty()
+                                 ? est::Placement::even(job.logicalWorkers, processes)
+                                 : est::Placement::explicitCounts(options.placement, job.logicalWorkers, processes);
+  if (job.device.isCuda() && options.gpuComm == "mpi")
+    job.deviceIndex %= std::max<int>(1, int(torch::cuda::device_count()));
+  train::resolveDevice(job);
+  TL_REQUIRE(!job.device.isCuda() || options.gpuComm != "nccl" || comm::ncclAvailable(),
+             "--device cuda: this tl was built without NCCL (configure with -DTL_WITH_NCCL=ON, "
+             "or use --gpu-comm mpi)");
+  return {std::move(job), std::move(placement)};
 }
 
 }  // namespace tl::launcher

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "est/placement.h"
 #include "runtime/job_config.h"
 
 namespace tl::launcher {
@@ -37,6 +38,15 @@ LaunchOptions parseLaunchOptions(const std::vector<std::string>& args);
 // keep the checkpoint's values, run settings given replace them, and a defining flag whose value
 // differs from the checkpoint's is refused (InputError naming every such flag, both values).
 LaunchOptions parseResumeOptions(const std::vector<std::string>& args, const JobConfig& saved);
+
+// The job as one of `processes` processes runs it (`localRank` picks its device): N one per
+// process unless given, --placement or an even placement, the device resolved and checked.
+// InputError naming the flag. Shared by a launch and tl-launch --check.
+struct ProcessJob {
+  JobConfig job;
+  est::Placement placement;
+};
+ProcessJob jobForProcess(const LaunchOptions& options, int processes, int localRank);
 
 // Where the embedded default dataset lives (Debian's dataset-fashion-mnist).
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";

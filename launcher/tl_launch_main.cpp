@@ -209,19 +209,10 @@ int runLaunch(int argc, char** argv) {
       options = launcher::parseResumeOptions(args, checkpoint->config);
       resumed = true;
     }
-    job = options.job;
-    if (checkpoint) elastic::checkResumeData(*checkpoint, job, /*warn=*/lead);
-    job.deviceIndex = localRankFromEnvironment();
-    if (job.logicalWorkers == 0) job.logicalWorkers = world->size();
-    placement = options.placement.empty()
-                    ? est::Placement::even(job.logicalWorkers, world->size())
-                    : est::Placement::explicitCounts(options.placement, job.logicalWorkers, world->size());
-    if (job.device.isCuda() && options.gpuComm == "mpi")
-      job.deviceIndex %= std::max<int>(1, int(torch::cuda::device_count()));
-    train::resolveDevice(job);
-    TL_REQUIRE(!job.device.isCuda() || options.gpuComm != "nccl" || comm::ncclAvailable(),
-               "--device cuda: this tl was built without NCCL (configure with -DTL_WITH_NCCL=ON, "
-               "or use --gpu-comm mpi)");
+    if (checkpoint) elastic::checkResumeData(*checkpoint, options.job, /*warn=*/lead);
+    auto mine = launcher::jobForProcess(options, world->size(), localRankFromEnvironment());
+    job = std::move(mine.job);
+    placement = std::move(mine.placement);
     if (lead) outputs = launcher::prepareOutputs(options);
   });
   if (failed) return failed;
