@@ -524,6 +524,8 @@ est::StepAction ElasticController::afterStep(int64_t stepsDone, est::EstExecutor
                        {"bytes_moved", executor.lastLayoutBytes()},
                        {"started_processes", command.joiners},
                        {"startup_s", startup},
+                       {"communicators_s", lastJoinSeconds_},
+                       {"layout_change_s", lastLayoutSeconds_},
                        {"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}});
     }
     {
@@ -544,6 +546,7 @@ bool ElasticController::apply(const LayoutCommand& command, est::EstExecutor& ex
   // Communicators replaced here stay alive until the layout change is done.
   std::vector<std::unique_ptr<comm::Communicator>> retired;
   std::vector<int> current;
+  const auto t0 = Clock::now();
   if (command.joiners > 0) {
     if (!joining) {
       current = countsOf(executor.placement());
@@ -581,7 +584,10 @@ bool ElasticController::apply(const LayoutCommand& command, est::EstExecutor& ex
     else if (membership_.useNccl) finalDevice = membership_.gpu.get();
     else finalDevice = finalHost;
   }
+  lastJoinSeconds_ = secondsSince(t0);
+  const auto t1 = Clock::now();
   executor.changeLayout(est::Placement::withIdleMembers(command.target), finalHost, finalDevice);
+  lastLayoutSeconds_ = secondsSince(t1);
   if (leaving) {
     retired.push_back(std::move(membership_.host));
     retired.push_back(std::move(membership_.gpu));

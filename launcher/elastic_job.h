@@ -117,6 +117,8 @@ class ElasticController final : public est::StepObserver {
   std::unique_ptr<Grow> grow_;        // processes being started for it (lead)
   int rescales_ = 0;
   double maxPause_ = 0;
+  double lastJoinSeconds_ = 0;    // the last change: new communicators (join, split, NCCL)
+  double lastLayoutSeconds_ = 0;  // the last change: changeLayout
   std::vector<std::string> memberHosts_;  // by rank (lead)
   std::vector<int> memberDevices_;        // by rank (lead)
   int startedSince_ = 0;                  // members started by grows (lead)

@@ -86,7 +86,21 @@ int64_t corruptFilesSkipped(tl::comm::Communicator& world, const std::vector<int
   return (all >= 0).sum().item<int64_t>();
 }
 
+}  // namespace
+
+// libtorch's CUDA caching allocator, when this libtorch has one (a CPU-only libtorch does not:
+// the weak reference is then null).
+namespace c10::cuda::CUDACachingAllocator {
+__attribute__((weak)) void emptyCache();
+}
+
+namespace {
+
 using namespace tl;  // this file is tl-launch's main: the whole runtime is its vocabulary
+
+void releaseCachedDeviceMemory() {
+  if (&c10::cuda::CUDACachingAllocator::emptyCache != nullptr) c10::cuda::CUDACachingAllocator::emptyCache();
+}
 
 // What ends a launch, on the members still in the job at its end: the summary (lead) and the
 // final barrier. A process that left the job (in-place shrink) just returns.
@@ -95,13 +109,19 @@ struct Ending {
   std::string checkpointDir;
 };
 
-int trainToTheEnd(est::EstExecutor& executor, launcher::ElasticController& controller,
+int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, launcher::ElasticController& controller,
                   elastic::CheckpointPolicy& policy, train::MetricsLog& metrics, const Ending& ending) {
   using namespace tl;
+  est::EstExecutor& executor = *owned;
   train::TrainResult result = executor.run(metrics, &controller);
   controller.finish(policy.stopped() ? "the job stopped" : "the job has finished");
   if (!executor.inJob()) {
     spdlog::info("this process left the job after step {}", executor.stepsDone());
+    // It may have to wait for the job's end (mpirun's own processes finalize together): it
+    // gives back its memory and, on a GPU, the device memory libtorch keeps cached.
+    const bool cuda = executor.config().device.isCuda();
+    owned.reset();
+    if (cuda) releaseCachedDeviceMemory();
     return 0;
   }
   comm::Communicator& host = executor.comm();
@@ -174,13 +194,12 @@ int runJoined(comm::ParentLink& lead) {
   settings.offer = joined->offer;
   train::MetricsLog metrics;  // never the lead: rank 0 never leaves
   launcher::ElasticController controller(joined->membership, policy, settings, nullptr);
-  est::EstExecutor& executor = *joined->executor;
-  controller.apply(joined->command, executor, &lead);
+  controller.apply(joined->command, *joined->executor, &lead);
   joined->retired.clear();
   Ending ending;
   ending.resumed = true;
   ending.checkpointDir = joined->offer.checkpointDir;
-  return trainToTheEnd(executor, controller, policy, metrics, ending);
+  return trainToTheEnd(joined->executor, controller, policy, metrics, ending);
 }
 
 int runLaunch(int argc, char** argv) {
@@ -281,7 +300,7 @@ int runLaunch(int argc, char** argv) {
   Ending ending;
   ending.resumed = resumed;
   ending.checkpointDir = options.checkpointDir;
-  const int rc = trainToTheEnd(*executor, controller, policy, metrics, ending);
+  const int rc = trainToTheEnd(executor, controller, policy, metrics, ending);
   tuner.reset();
   return rc;
 }

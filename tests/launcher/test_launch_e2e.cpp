@@ -123,6 +123,8 @@ TEST_F(LaunchE2E, SameSeedGivesSameParamsWhateverTheLoaderThreads) {
 TEST_F(LaunchE2E, CoordinatorResizingTheLoaderPoolChangesNoBit) {
   auto fixed = freshDir("e2e_auto_fixed"), tuned = freshDir("e2e_auto_tuned");
   auto runDir = freshDir("e2e_auto_coordinator");
+  // The coordinator trusts only a private run folder, whatever the umask made it.
+  std::filesystem::permissions(runDir, std::filesystem::perms::owner_all);
   ASSERT_EQ(launch(2, fixed, "--steps 80 --seed 5 --workers 2").exitCode, 0);
   auto r = launch(2, tuned, "--steps 80 --seed 5 --workers auto --coordinator-dir " + runDir);
   ASSERT_EQ(r.exitCode, 0) << r.err;
