@@ -121,33 +121,33 @@ int main() {
   // on the new layout; the cycle shrink, placement 3,1, placement 2,2, grow runs kCycles times
   // and each figure is the median over the cycles (steps of 2-3 s on a shared machine vary by
   // more than the pauses measured).
-  constexpr int kCycles = 3, kCycle = 16, kFirst = 3;
+  constexpr int kCycles = 3, kCycle = 20, kFirst = 3;
   const std::string out = root + "/inplace";
   const std::string ctl = binDir() + "/tl-ctl ";
   pid_t job = startJob(mpirun(4) + binDir() + "/tl-launch" + jobFlags(data, kFirst + kCycles * kCycle + 2) +
                        " --output-dir " + out + " >" + out + ".log 2>&1");
   while (!std::filesystem::exists(out + "/control.json")) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  // Queued in order; each waits for its step. A grow starts its processes once the change
-  // before it is done and joins at the first boundary from its step on at which they are ready.
-  std::vector<std::string> requests;
+  // One request at a time (tl-ctl answers once it is applied). A grow is asked for only once
+  // the steps that measure the placement change are done, so that its processes, which start
+  // while the job trains, do not slow those steps down.
+  size_t requests = 0;
+  auto send = [&](const std::string& r) {
+    runOrDie(ctl + r + " --timeout 900 >/dev/null");
+    ++requests;
+  };
   for (int c = 0; c < kCycles; ++c) {
     const int b = kFirst + c * kCycle;
-    requests.push_back("rescale " + out + " --processes 2 --at-step " + std::to_string(b));
-    requests.push_back("placement " + out + " 3,1 --at-step " + std::to_string(b + 3));
-    requests.push_back("placement " + out + " 2,2 --at-step " + std::to_string(b + 6));
-    requests.push_back("rescale " + out + " --processes 4 --at-step " + std::to_string(b + 9));
+    send("rescale " + out + " --processes 2 --at-step " + std::to_string(b));
+    send("placement " + out + " 3,1 --at-step " + std::to_string(b + 3));
+    send("placement " + out + " 2,2 --at-step " + std::to_string(b + 6));
+    waitForSteps(out, b + 10);
+    send("rescale " + out + " --processes 4");
   }
-  std::vector<std::thread> senders;
-  for (const std::string& r : requests) {
-    senders.emplace_back([&ctl, r] { runOrDie(ctl + r + " --timeout 900 >/dev/null"); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  }
-  for (auto& t : senders) t.join();
   waitOk(job, "the in-place job");
   const auto ends = stepEnds(out);
   const auto ev = events(out);
-  if (ev.size() != requests.size()) {
-    std::fprintf(stderr, "benchmark: expected %zu rescale events, got %zu\n", requests.size(), ev.size());
+  if (ev.size() != requests) {
+    std::fprintf(stderr, "benchmark: expected %zu rescale events, got %zu\n", requests, ev.size());
     return 1;
   }
   auto median = [](std::vector<double> v) {

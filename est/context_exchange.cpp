@@ -51,26 +51,46 @@ std::vector<EstContext> gatherContexts(comm::Communicator& comm, const Placement
 
 std::vector<std::pair<std::string, at::Tensor>> broadcastNamedTensors(
     comm::Communicator& comm, const std::vector<std::pair<std::string, at::Tensor>>& mine, int root) {
-  std::vector<uint8_t> bytes;
+  // The root writes one record per tensor (name, dtype, shape, bytes) straight into the buffer
+  // it broadcasts: a layout change moves the whole replica, so copies count.
+  std::vector<uint8_t> headers;  // the records without their tensor bytes, in order
+  std::vector<at::Tensor> contiguous;
+  int64_t total = 0;
   if (comm.rank() == root) {
-    appendInt(bytes, int64_t(mine.size()));
+    appendInt(headers, int64_t(mine.size()));
     for (const auto& [name, tensor] : mine) {
       at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
-      appendInt(bytes, int64_t(name.size()));
-      bytes.insert(bytes.end(), name.begin(), name.end());
-      appendInt(bytes, int64_t(t.scalar_type()));
-      appendInt(bytes, t.dim());
-      for (int64_t s : t.sizes()) appendInt(bytes, s);
-      const size_t n = t.numel() * t.element_size();
-      appendInt(bytes, int64_t(n));
-      const auto* data = static_cast<const uint8_t*>(t.data_ptr());
-      bytes.insert(bytes.end(), data, data + n);
+      appendInt(headers, int64_t(name.size()));
+      headers.insert(headers.end(), name.begin(), name.end());
+      appendInt(headers, int64_t(t.scalar_type()));
+      appendInt(headers, t.dim());
+      for (int64_t s : t.sizes()) appendInt(headers, s);
+      appendInt(headers, int64_t(t.numel() * t.element_size()));
+      total += int64_t(t.numel() * t.element_size());
+      contiguous.push_back(std::move(t));
     }
+    total += int64_t(headers.size());
   }
-  at::Tensor length = at::full({1}, int64_t(bytes.size()), at::kLong);
+  at::Tensor length = at::full({1}, total, at::kLong);
   comm.broadcast(length, root);
   at::Tensor buffer = at::empty({length.item<int64_t>()}, at::kByte);
-  if (comm.rank() == root) std::memcpy(buffer.data_ptr<uint8_t>(), bytes.data(), bytes.size());
+  if (comm.rank() == root) {
+    uint8_t* out = buffer.data_ptr<uint8_t>();
+    const uint8_t* h = headers.data();
+    auto copyHeader = [&](size_t n) {
+      std::memcpy(out, h, n);
+      out += n;
+      h += n;
+    };
+    copyHeader(8);
+    for (size_t i = 0; i < contiguous.size(); ++i) {
+      const at::Tensor& t = contiguous[i];
+      copyHeader(8 + mine[i].first.size() + 8 + 8 + 8 * size_t(t.dim()) + 8);
+      const size_t n = t.numel() * t.element_size();
+      std::memcpy(out, t.data_ptr(), n);
+      out += n;
+    }
+  }
   comm.broadcast(buffer, root);
 
   std::vector<std::pair<std::string, at::Tensor>> out;

@@ -25,27 +25,31 @@ void EstExecutor::changeLayout(Placement placement, comm::Communicator* host, co
   }
 
   // A member that held no EST and now holds some receives the replica from EST 0's owner.
-  at::Tensor joins = at::full({1}, int(placement_.count(old.rank()) == 0 && host && placement.count(host->rank()) > 0), at::kInt);
-  at::Tensor joiners = joins.clone();
+  const bool joining = placement_.count(old.rank()) == 0 && host && placement.count(host->rank()) > 0;
+  at::Tensor joiners = at::full({1}, int(joining), at::kInt);
   old.allreduce(joiners, comm::ReduceOp::Sum);
-  old.allreduce(joins, comm::ReduceOp::Max);
-  if (joins.item<int>() != 0) {
+  if (joiners.item<int>() > 0) {
+    // Only the owner of EST 0 and the members that join take part in moving the replica.
     const int root = placement_.owner(0);
-    JobState mine;
-    if (old.rank() == root) mine = captureReplica();
-    JobState got;
-    got.model = broadcastNamedTensors(old, mine.model, root);
-    got.optimizer = broadcastNamedTensors(old, mine.optimizer, root);
-    got.reducer = broadcastNamedTensors(old, mine.reducer, root);
-    at::Tensor steps = at::full({1}, stepsDone_, at::kLong);
-    old.broadcast(steps, root);
-    got.stepsDone = steps.item<int64_t>();
-    if (placement_.count(old.rank()) == 0) loadReplicaState(got);
-    int64_t replicaBytes = 0;
-    for (const auto* part : {&got.model, &got.optimizer, &got.reducer}) {
-      for (const auto& [name, tensor] : *part) replicaBytes += int64_t(tensor.nbytes());
+    auto party = old.split(old.rank() == root || joining ? 0 : -1, old.rank() == root ? 0 : 1 + old.rank());
+    at::Tensor replicaBytes = at::zeros({1}, at::kLong);
+    if (party) {
+      JobState mine;
+      if (old.rank() == root) mine = captureReplica();
+      JobState got;
+      got.model = broadcastNamedTensors(*party, mine.model, 0);
+      got.optimizer = broadcastNamedTensors(*party, mine.optimizer, 0);
+      got.reducer = broadcastNamedTensors(*party, mine.reducer, 0);
+      at::Tensor steps = at::full({1}, stepsDone_, at::kLong);
+      party->broadcast(steps, 0);
+      got.stepsDone = steps.item<int64_t>();
+      if (joining) loadReplicaState(got);
+      for (const auto* part : {&got.model, &got.optimizer, &got.reducer}) {
+        for (const auto& [name, tensor] : *part) replicaBytes += int64_t(tensor.nbytes());
+      }
     }
-    lastLayoutBytes_ += replicaBytes * joiners.item<int>();
+    old.allreduce(replicaBytes, comm::ReduceOp::Max);
+    lastLayoutBytes_ += replicaBytes.item<int64_t>() * joiners.item<int>();
   }
 
   placement_ = std::move(placement);

@@ -17,7 +17,7 @@ namespace tl::comm::detail {
 [[noreturn]] void throwMpiError(int code, const char* call, const char* file, int line);
 
 // Throws tl::Error unless an MpiSession is alive and this is the thread that created it (the
-// only thread MPI_THREAD_FUNNELED lets call MPI). `operation` names the call for the message.
+// only thread tl's communicators are used from). `operation` names the call for the message.
 void checkOnMpiThread(const char* operation);
 
 // Keeps the buffers of MPI operations abandoned after a timeout alive until MPI_Finalize: a

@@ -21,8 +21,8 @@ TEST(MpiSession, KnowsTheWorld) {
   EXPECT_GE(session().worldSize(), 2) << "run this binary under mpirun -np 2 or more";
 }
 
-// MPI_THREAD_FUNNELED allows MPI calls from the session's thread only; tl refuses the others
-// instead of letting MPI misbehave.
+// tl's communicators belong to the session's thread (only the lead's process starter uses MPI
+// elsewhere); tl refuses collectives from other threads instead of letting them interleave.
 TEST(MpiCommunicator, RefusesCollectivesFromAnotherThreadAndStaysUsable) {
   std::unique_ptr<Communicator> comm = createMpiWorldCommunicator();
   std::string message;
