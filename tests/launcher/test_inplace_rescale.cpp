@@ -25,7 +25,7 @@ using tl::testing::slurp;
 
 // N = 4 logical workers; 256 training images of batch 8: 8 steps per epoch. BatchNorm and
 // dropout, so the ESTs' generators and rank 0's buffers have to move right.
-constexpr int kSteps = 400;
+constexpr int kSteps = 500;
 constexpr int kStepsPerEpoch = 8;
 std::string gDataDir;
 std::string gReferenceSha;
@@ -80,7 +80,7 @@ class BackgroundJob {
   std::string dir_;
 };
 
-// tl-ctl commands started one after the other (0.3 s apart, so the job queues them in this
+// tl-ctl commands started one after the other (0.15 s apart, so the job queues them in this
 // order) while earlier ones still wait for their step; results in the same order.
 std::vector<CommandResult> queueCommands(const std::vector<std::string>& commands, const std::string& dir) {
   std::vector<std::thread> threads;
@@ -88,7 +88,7 @@ std::vector<CommandResult> queueCommands(const std::vector<std::string>& command
   for (size_t i = 0; i < commands.size(); ++i) {
     const std::string scratch = freshDir(std::filesystem::path(dir).filename().string() + "_ctl" + std::to_string(i));
     threads.emplace_back([&, i, scratch] { results[i] = runCommand(ctl() + commands[i], 200, scratch); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
   }
   for (auto& t : threads) t.join();
   return results;
@@ -119,8 +119,8 @@ TEST_F(InplaceRescale, AChainOfShrinksGrowsAndPlacementChangesKeepsTheDdpBits) {
   ASSERT_TRUE(job.waitForControl(out)) << job.log();
   auto results = queueCommands(
       {
-          "rescale " + out + " --processes 2 --at-step 40",   // 4 -> 2 at an epoch boundary
-          "placement " + out + " 3,1 --at-step 44",           // mid-epoch
+          "rescale " + out + " --processes 2 --at-step 80",   // 4 -> 2 at an epoch boundary
+          "placement " + out + " 3,1 --at-step 84",           // mid-epoch
           "rescale " + out + " --processes 3 --placement 1,2,1",  // grow: a started process joins
           "rescale " + out + " --processes 1",                // back to the lead alone
           "rescale " + out + " --processes 4",                // grow by three
@@ -142,9 +142,9 @@ TEST_F(InplaceRescale, AChainOfShrinksGrowsAndPlacementChangesKeepsTheDdpBits) {
     EXPECT_EQ(events[i]["to"], layouts[i].second) << i;
     EXPECT_GT(events[i]["bytes_moved"].get<int64_t>(), 0) << i;
   }
-  EXPECT_EQ(events[0]["step"], 40);
+  EXPECT_EQ(events[0]["step"], 80);
   EXPECT_EQ(events[0]["step"].get<int>() % kStepsPerEpoch, 0);
-  EXPECT_EQ(events[1]["step"], 44);
+  EXPECT_EQ(events[1]["step"], 84);
   EXPECT_EQ(events[2]["started_processes"], 1);
   EXPECT_EQ(events[4]["started_processes"], 3);
 }
@@ -157,18 +157,18 @@ TEST_F(InplaceRescale, RescalesMixWithCheckpointRestartAndWaitForCheckpointWrite
     // Checkpoints every 3 steps: requests keep meeting a checkpoint write at their boundary.
     BackgroundJob job(2, jobFlags() + " --checkpoint-every 3 --output-dir " + out, dir);
     ASSERT_TRUE(job.waitForControl(out)) << job.log();
-    auto results = queueCommands({"checkpoint " + out + " --at-step 20", "placement " + out + " 1,3 --at-step 20",
+    auto results = queueCommands({"checkpoint " + out + " --at-step 62", "placement " + out + " 1,3 --at-step 62",
                                   "rescale " + out + " --processes 3", "stop " + out + " --checkpoint"},
                                  dir);
     for (const auto& r : results) EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
-    EXPECT_NE(results[0].out.find("checkpoint at step 20"), std::string::npos) << results[0].out;
+    EXPECT_NE(results[0].out.find("checkpoint at step 62"), std::string::npos) << results[0].out;
     EXPECT_NE(results[3].out.find("with a checkpoint in"), std::string::npos) << results[3].out;
     ASSERT_EQ(job.wait(), 0) << job.log();
     auto events = rescaleEvents(out);
     ASSERT_EQ(events.size(), 2u);
-    // One change per boundary: the placement waits for the requested checkpoint (at 20) and,
-    // at 21, for the periodic one.
-    EXPECT_EQ(events[0]["step"], 21);
+    // One change per boundary: the placement waits for the requested checkpoint (at 62) and,
+    // at 63, for the periodic one.
+    EXPECT_EQ(events[0]["step"], 63);
     EXPECT_EQ(events[1]["to"], "2,1,1");
   }
   // Resumed on one process with other loader threads, then grown in place again.
@@ -218,7 +218,7 @@ TEST_F(InplaceRescale, BadRequestsAFailedGrowAWrongKeyAndAFloodLeaveTheJobAsItWa
       {"rescale " + out + " --processes 3 --hosts no-such-host.invalid:1", 3, "host 'no-such-host.invalid' cannot be reached"},
       {"rescale " + out + " --processes 3 --hosts localhost:2", 3, "--hosts names 2 new processes but the rescale starts 1"},
       {"checkpoint " + out + " --at-step 1", 3, "--at-step 1 has passed"},
-      {"stop " + out + " --at-step 100000", 3, "the job ends after step 400"},
+      {"stop " + out + " --at-step 100000", 3, "the job ends after step " + std::to_string(kSteps)},
       {"rescale " + out + " --processes 3 --placement 2,2", 2, "2 entries for 3 processes"},
       {"rescale " + out + " --processes 0", 2, "--processes"},
   };
