@@ -250,7 +250,7 @@ TEST_F(InplaceRescale, BadRequestsAFailedGrowAWrongKeyAndAFloodLeaveTheJobAsItWa
   EXPECT_NE(wrongKey.err.find("authenticat"), std::string::npos) << wrongKey.err;
 
   // A thousand connections, half of them sending garbage, while the job trains; a user is
-  // still served.
+  // still served, and the job's bits do not change.
   std::vector<int> fds;
   for (int i = 0; i < 1000; ++i) {
     int fd = connectTo(port);
@@ -259,6 +259,24 @@ TEST_F(InplaceRescale, BadRequestsAFailedGrowAWrongKeyAndAFloodLeaveTheJobAsItWa
     fds.push_back(fd);
   }
   EXPECT_GT(fds.size(), 500u);
+  // An oversized frame (a header announcing 2 GiB), half a frame left hanging, and a client that
+  // sends one byte at a time.
+  const std::string oversized("TLCT\x01\x01\x00\x00\x7f\xff\xff\xff", 12);
+  if (int fd = connectTo(port); fd >= 0) {
+    (void)!::write(fd, oversized.data(), oversized.size());
+    fds.push_back(fd);
+  }
+  if (int fd = connectTo(port); fd >= 0) {
+    (void)!::write(fd, oversized.data(), 7);
+    fds.push_back(fd);
+  }
+  if (int fd = connectTo(port); fd >= 0) {
+    for (int i = 0; i < 5; ++i) {
+      (void)!::write(fd, oversized.data() + i, 1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    fds.push_back(fd);
+  }
   auto status = runCommand(ctl() + "status " + out + " --json", 60, dir);
   for (int fd : fds) ::close(fd);
   ASSERT_EQ(status.exitCode, 0) << status.err;
