@@ -17,6 +17,7 @@
 #include "common/check.h"
 #include "common/files.h"
 #include "common/sha256.h"
+#include "common/version.h"
 #include "elastic/checkpoint_format.h"
 
 namespace tl::elastic {
@@ -77,8 +78,8 @@ format::FixedHeader verifyContainer(const FileBytes& file, const std::string& pa
   }
   auto header = format::decodeFixedHeader(bytes);
   if (header.version != format::kVersion) {
-    badFile(path, "has unsupported format version ", header.version, " (this build reads version ",
-            format::kVersion, ")");
+    badFile(path, "has unsupported format version ", header.version, " (this tl, ", tlVersion(),
+            ", reads version ", format::kVersion, ")");
   }
   if (file.size < header.fileLength) {
     badFile(path, "is truncated: ", file.size, " of ", header.fileLength, " bytes");

@@ -9,6 +9,7 @@
 
 #include "common/check.h"
 #include "common/files.h"
+#include "common/version.h"
 #include "dataload/dataset.h"
 #include "elastic/checkpoint_file.h"
 #include "runtime/models/model.h"
@@ -182,12 +183,33 @@ void restoreJob(est::EstExecutor& executor, const JobCheckpoint& ck) {
   }
 }
 
+namespace {
+
+// A manifest of another format version is refused, naming the tl that wrote it when the
+// manifest says (checkpoints of tl before 0.9.0 do not).
+void checkManifestVersion(const nlohmann::json& m, const std::string& path) {
+  const nlohmann::json& version = m.at("version");
+  if (version == kVersion) return;
+  std::string writer;
+  if (m.contains("tl_version") && m.at("tl_version").is_string())
+    writer = ", written by tl " + m.at("tl_version").get<std::string>();
+  const bool newer = version.is_number_integer() && version.get<int64_t>() > kVersion;
+  inputError("checkpoint '", path, "' has format version ", version.dump(), writer, "; this tl (",
+             tlVersion(), ") reads format version ", kVersion,
+             newer ? ": resume it with that tl or a newer one" : "");
+}
+
+}  // namespace
+
 void writeJobCheckpoint(const std::string& dir, const JobCheckpoint& ck) {
   ensureWritableDir(dir, "checkpoint directory");
   CheckpointData data;
   nlohmann::json& m = data.manifest;
   m["kind"] = kKind;
   m["version"] = kVersion;
+  // Who wrote it, so that a reader too old for its format can say which tl it needs.
+  m["tl_version"] = tlVersion();
+  m["tl_git_commit"] = tlGitCommit();
   m["job"] = toJson(ck.config);
   m["logical_workers"] = ck.config.logicalWorkers;  // also in "job"; kept here for older readers
   m["placement"] = ck.placement;
@@ -217,8 +239,7 @@ JobCheckpoint readJobCheckpoint(const std::string& dir) {
   const nlohmann::json& m = data.manifest;
   try {
     TL_REQUIRE(m.at("kind") == kKind, "checkpoint '", path, "' is not a tl job checkpoint");
-    TL_REQUIRE(m.at("version") == kVersion, "checkpoint '", path, "' has version ", m.at("version").dump(),
-               "; this tl reads version ", kVersion);
+    checkManifestVersion(m, path);
     JobCheckpoint ck;
     ck.path = path;
     ck.config = jobConfigFromJson(m.at("job"));

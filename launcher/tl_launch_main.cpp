@@ -18,6 +18,7 @@
 #include "common/check.h"
 #include "common/files.h"
 #include "common/signals.h"
+#include "common/version.h"
 #include "elastic/checkpoint_policy.h"
 #include "elastic/job_checkpoint.h"
 #include "est/executor.h"
@@ -307,7 +308,19 @@ int runLaunch(int argc, char** argv) {
 
 }  // namespace
 
+// --version answers without MPI, so it works outside mpirun (and on a login node).
+bool wantsVersion(int argc, char** argv) {
+  for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
+    if (std::string(argv[i]) == "--version") return true;
+  }
+  return false;
+}
+
 int main(int argc, char** argv) {
+  if (wantsVersion(argc, argv)) {
+    std::printf("%s\n", tl::versionLine(kProgram).c_str());
+    return 0;
+  }
   if (tl::launcher::wantsCheck(argc, argv)) return tl::launcher::runCheck(argc, argv);  // no MPI
   tl::tuneAllocatorForTraining();
   std::unique_ptr<tl::comm::MpiSession> mpi;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/check.h"
+#include "common/version.h"
 
 namespace tl::cli {
 namespace {
@@ -97,6 +98,7 @@ CLI::Option* addInteger(CLI::App& app, const std::string& flag, Int* target,
 std::unique_ptr<CLI::App> makeApp(const std::string& program, const std::string& help) {
   auto app = std::make_unique<CLI::App>(help, program);
   app->set_help_flag("-h,--help", "print this help and exit");
+  app->set_version_flag("--version", versionLine(program), "print the version and exit");
   // Repeats and leftovers are reported by parse() in tl's words, so CLI11 collects them.
   app->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app->allow_extras();
@@ -143,6 +145,8 @@ bool parse(CLI::App& app, std::vector<std::string> args, std::string* helpText) 
     return showHelp(app.help());
   } catch (const CLI::CallForAllHelp&) {
     return showHelp(app.help("", CLI::AppFormatMode::All));
+  } catch (const CLI::CallForVersion& e) {
+    return showHelp(std::string(e.what()) + "\n");
   } catch (const CLI::ArgumentMismatch& e) {
     // CLI11: "--out: 1 required TEXT missing"; only a flag at the very end can miss its value.
     const std::string what = e.what();

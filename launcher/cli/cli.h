@@ -21,17 +21,18 @@ constexpr int kExitFailure = 1;   // the work failed (a job, an internal error)
 constexpr int kExitBadInput = 2;  // bad flags, values or files: nothing was done
 constexpr int kExitInterrupted = 130;
 
-// An App with tl's conventions: -h/--help, a flag given twice is an error naming it, an
-// unknown flag or stray argument is an error naming it (not CLI11's own wording), and
-// `--name=value` as well as `--name value`. `help` is printed by --help as the description.
+// An App with tl's conventions: -h/--help, --version ("<program> 0.9.0 (git abc1234)"), a flag
+// given twice is an error naming it, an unknown flag or stray argument is an error naming it
+// (not CLI11's own wording), and `--name=value` as well as `--name value`. `help` is printed by --help as the description.
 std::unique_ptr<CLI::App> makeApp(const std::string& program, const std::string& help);
 
 // --help prints `text` for the app and for the subcommands added after this call (a tool whose
 // help is written by hand, e.g. tl-data's).
 void useHelpText(CLI::App& app, std::string text);
 
-// Parses argv[1..] (or `args`). Returns false after printing the help to stdout when -h/--help
-// was given; throws InputError for bad input, e.g. "unknown flag '--x' (see tl-submit --help)".
+// Parses argv[1..] (or `args`). Returns false after printing the help (or the version) to
+// stdout when -h/--help (--version) was given; throws InputError for bad input, e.g. "unknown
+// flag '--x' (see tl-submit --help)".
 // With `helpText`, the help goes there instead of stdout (tl-launch prints it on one rank).
 bool parse(CLI::App& app, int argc, const char* const* argv);
 bool parse(CLI::App& app, std::vector<std::string> args, std::string* helpText = nullptr);

@@ -3,11 +3,14 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "common/version.h"
 
 namespace tl::train {
 
 nlohmann::json summaryJson(const TrainResult& r, const JobConfig& config, const RunInfo& info) {
   nlohmann::json j;
+  j["tl_version"] = tlVersion();  // which tl trained it: results are compared across releases
+  j["tl_git_commit"] = tlGitCommit();
   j["steps"] = r.steps;
   j["steps_this_run"] = r.stepsThisRun;
   j["epochs_completed"] = r.epochsCompleted;

@@ -6,6 +6,7 @@
 
 #include "common/check.h"
 #include "common/files.h"
+#include "common/version.h"
 #include "elastic/checkpoint_file.h"
 #include "elastic/job_checkpoint.h"
 #include "est/est_context.h"
@@ -63,6 +64,31 @@ TEST(JobCheckpointConsistency, TheUneditedSampleReads) {
   EXPECT_EQ(ck.state.stepsDone, kStepsDone);
   EXPECT_EQ(ck.path, checkpointPath(dir));
   EXPECT_NO_THROW(checkAgainstPlan(ck, /*stepsPerEpoch=*/4, /*totalSteps=*/24));
+}
+
+TEST(JobCheckpointConsistency, TheManifestNamesTheTlThatWroteIt) {
+  const std::string dir = tl::testing::freshDir("consistency_writer");
+  writeJobCheckpoint(dir, sampleJob());
+  const nlohmann::json m = readCheckpoint(checkpointPath(dir)).manifest;
+  EXPECT_EQ(m.at("tl_version"), tlVersion());
+  EXPECT_EQ(m.at("tl_git_commit"), tlGitCommit());
+}
+
+TEST(JobCheckpointConsistency, ANewerFormatIsRefusedNamingBothVersions) {
+  const std::string message = inconsistency("newer", [](nlohmann::json& m) {
+    m["version"] = 2;
+    m["tl_version"] = "1.4.0";
+  });
+  expectContains(message, {"checkpoint.tl' has format version 2", "written by tl 1.4.0",
+                           std::string("this tl (") + tlVersion() + ") reads format version 1",
+                           "resume it with that tl or a newer one"});
+  // A writer that did not say which tl it was (before 0.9.0) is not made up.
+  const std::string unnamed = inconsistency("newer_unnamed", [](nlohmann::json& m) {
+    m["version"] = 2;
+    m.erase("tl_version");
+  });
+  expectContains(unnamed, {"has format version 2; this tl ("});
+  EXPECT_EQ(unnamed.find("written by"), std::string::npos) << unnamed;
 }
 
 TEST(JobCheckpointConsistency, StepsPastTheJobsEndAreRefused) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "common/version.h"
 #include "launcher/cli/cli.h"
 
 namespace {
@@ -75,6 +76,15 @@ TEST(Cli, HelpIsPrintedAndParseSaysStop) {
   const std::string help = testing::internal::GetCapturedStdout();
   EXPECT_NE(help.find("A demo tool."), std::string::npos) << help;
   EXPECT_NE(help.find("--ports INT=32"), std::string::npos) << "default shown: " << help;
+}
+
+TEST(Cli, VersionIsPrintedAndParseSaysStop) {
+  Tool t;
+  testing::internal::CaptureStdout();
+  EXPECT_FALSE(parse(*t.app, {"--version"}));
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(out, std::string("tl-demo ") + tl::tlVersion() + " (git " + tl::tlGitCommit() + ")\n");
+  EXPECT_STRNE(tl::tlVersion(), "");
 }
 
 TEST(Cli, SubcommandsAndUnknownCommands) {
