@@ -103,6 +103,17 @@ LaunchFlag real(std::string name, FlagRole role, std::string help, std::string e
   return f;
 }
 
+// A real flag whose range excludes its upper bound 1 (Adam's betas: 1 - beta^t divides).
+LaunchFlag belowOne(LaunchFlag f) {
+  const auto inner = f.set;
+  const std::string flag = "--" + f.name;
+  f.set = [inner, flag](LaunchOptions& o, const std::string& v) {
+    inner(o, v);
+    if (parseDouble(v, flag) >= 1) inputError(flag, ": must be below 1 (Adam divides by 1 - beta^t), got ", v);
+  };
+  return f;
+}
+
 template <typename Field>
 LaunchFlag string(std::string name, FlagRole role, std::string help, std::string example, Field field) {
   const std::string flag = "--" + name;
@@ -211,8 +222,8 @@ std::vector<LaunchFlag> buildTable() {
   t.push_back(real("dampening", kDefining, "momentum dampening (sgd)", "0.1", TL_FIELD(job.optimizer.dampening), 0, 1));
   t.push_back(real("weight-decay", kDefining, "weight decay (decoupled for adamw)", "0.0005",
                    TL_FIELD(job.optimizer.weightDecay), 0, kMaxRate));
-  t.push_back(real("beta1", kDefining, "Adam beta1", "0.8", TL_FIELD(job.optimizer.beta1), 0, 1));
-  t.push_back(real("beta2", kDefining, "Adam beta2", "0.99", TL_FIELD(job.optimizer.beta2), 0, 1));
+  t.push_back(belowOne(real("beta1", kDefining, "Adam beta1, in [0, 1)", "0.8", TL_FIELD(job.optimizer.beta1), 0, 1)));
+  t.push_back(belowOne(real("beta2", kDefining, "Adam beta2, in [0, 1)", "0.99", TL_FIELD(job.optimizer.beta2), 0, 1)));
   t.push_back(real("eps", kDefining, "term added to denominators (negative: PyTorch's default per optimizer)",
                    "1e-07", TL_FIELD(job.optimizer.eps), -1, 1));
   t.push_back(real("rho", kDefining, "Adadelta rho", "0.8", TL_FIELD(job.optimizer.rho), 0, 1));

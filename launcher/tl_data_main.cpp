@@ -48,7 +48,7 @@ Usage:
       Opens both splits of a dataset and prints their size, image shape and class counts.
         --kind KIND    cifar10, mnist, fashion-mnist or imagefolder
         --dir DIR      the folder with the dataset files
-  tl-data --help | tl-data COMMAND --help
+  tl-data --help | tl-data COMMAND --help | tl-data --version
 
 Exit status: 0 on success, 2 for bad input (flags, files), 1 for an internal error.
 )";

@@ -93,3 +93,11 @@ TEST(Flags, Placement) {
 }
 
 }  // namespace
+
+TEST(Flags, AdamBetasMustBeBelowOne) {
+  // PyTorch refuses beta = 1: Adam's bias correction divides by 1 - beta^t.
+  for (const char* flag : {"--beta1", "--beta2"}) {
+    EXPECT_NE(errorOf({flag, "1"}).find(std::string(flag) + ": must be below 1"), std::string::npos) << flag;
+    EXPECT_NO_THROW(parseLaunchOptions({flag, "0.999"}));
+  }
+}
