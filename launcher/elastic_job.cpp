@@ -96,8 +96,7 @@ json toJson(const JoinOffer& o) {
           {"gpu_comm", o.gpuComm},
           {"checkpoint_dir", o.checkpointDir},
           {"checkpoint_every", o.checkpointEvery},
-          {"stop_at_step", o.stopAtStep},
-          {"join_timeout_s", o.joinTimeoutSeconds}};
+          {"stop_at_step", o.stopAtStep}};
 }
 
 JoinOffer joinOfferFromJson(const json& j) {
@@ -107,7 +106,6 @@ JoinOffer joinOfferFromJson(const json& j) {
   o.checkpointDir = j.at("checkpoint_dir").get<std::string>();
   o.checkpointEvery = j.at("checkpoint_every").get<int64_t>();
   o.stopAtStep = j.at("stop_at_step").get<int64_t>();
-  o.joinTimeoutSeconds = j.at("join_timeout_s").get<double>();
   return o;
 }
 

@@ -42,7 +42,6 @@ struct JoinOffer {
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
   int64_t stopAtStep = 0;
-  double joinTimeoutSeconds = 0;
 };
 nlohmann::json toJson(const JoinOffer& offer);
 JoinOffer joinOfferFromJson(const nlohmann::json& json);

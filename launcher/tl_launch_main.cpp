@@ -275,7 +275,6 @@ int runLaunch(int argc, char** argv) {
   offer.checkpointDir = options.checkpointDir.empty() ? "" : std::filesystem::absolute(options.checkpointDir).string();
   offer.checkpointEvery = options.checkpointEvery;
   offer.stopAtStep = options.stopAtStep;
-  offer.joinTimeoutSeconds = options.joinTimeoutSeconds;
   elastic::CheckpointPolicy policy(policyOptions(offer));
   std::unique_ptr<launcher::CoordinatorTuner> tuner;
   if (job.autoWorkers) {
