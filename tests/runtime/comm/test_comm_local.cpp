@@ -41,7 +41,8 @@ TEST(PollUntil, GivesUpAtTheDeadlineWithoutBurningACore) {
   const auto waited = Clock::now() - start;
   EXPECT_GE(waited, 400ms);
   EXPECT_LT(waited, 1500ms);  // generous: a loaded CI machine oversleeps
-  EXPECT_LT(cpuSeconds, 0.1) << "polling used " << cpuSeconds << " s of CPU in 0.4 s";
+  // A spinning wait would use the whole 0.4 s; a loaded machine adds some overhead to a sleeping one.
+  EXPECT_LT(cpuSeconds, 0.2) << "polling used " << cpuSeconds << " s of CPU in 0.4 s";
 }
 
 TEST(DeadlineAfter, SaturatesHugeTimeoutsAndRefusesNegativeOnes) {
