@@ -96,7 +96,8 @@ json toJson(const JoinOffer& o) {
           {"gpu_comm", o.gpuComm},
           {"checkpoint_dir", o.checkpointDir},
           {"checkpoint_every", o.checkpointEvery},
-          {"stop_at_step", o.stopAtStep}};
+          {"stop_at_step", o.stopAtStep},
+          {"recovery_dir", o.recoveryDir}};
 }
 
 JoinOffer joinOfferFromJson(const json& j) {
@@ -106,6 +107,7 @@ JoinOffer joinOfferFromJson(const json& j) {
   o.checkpointDir = j.at("checkpoint_dir").get<std::string>();
   o.checkpointEvery = j.at("checkpoint_every").get<int64_t>();
   o.stopAtStep = j.at("stop_at_step").get<int64_t>();
+  o.recoveryDir = j.value("recovery_dir", std::string());
   return o;
 }
 
@@ -186,6 +188,11 @@ void ElasticController::finish(const std::string& why) {
     while (auto r = server_->take()) r->reply({control::Outcome::Refused, why, ""});
     server_.reset();
   }
+}
+
+void ElasticController::annotateStatus(const std::string& key, nlohmann::json value) {
+  std::lock_guard<std::mutex> lock(statusMutex_);
+  status_[key] = std::move(value);
 }
 
 std::string ElasticController::statusJson() const {

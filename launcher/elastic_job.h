@@ -42,6 +42,7 @@ struct JoinOffer {
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
   int64_t stopAtStep = 0;
+  std::string recoveryDir;  // tl-run's: the job keeps a copy of itself for recovery (recovery_guard.h)
 };
 nlohmann::json toJson(const JoinOffer& offer);
 JoinOffer joinOfferFromJson(const nlohmann::json& json);
@@ -89,6 +90,8 @@ class ElasticController final : public est::StepObserver {
   // lead listens.
   void startControl(est::EstExecutor& executor);
   int rescales() const { return rescales_; }
+  // Adds `key` to what `tl-ctl status` shows (lead; e.g. the failures a recovery survived).
+  void annotateStatus(const std::string& key, nlohmann::json value);
   double maxPauseSeconds() const { return maxPause_; }
   // The job is over: answers what is still waiting (and stops started processes).
   void finish(const std::string& why);
