@@ -124,6 +124,7 @@ int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, launcher::ElasticCon
   train::TrainResult result = executor.run(metrics, observer);
   controller.finish(policy.stopped() ? "the job stopped" : "the job has finished");
   if (!executor.inJob()) {
+    if (ending.recovery) ending.recovery->leave();
     spdlog::info("this process left the job after step {}", executor.stepsDone());
     // It may have to wait for the job's end (mpirun's own processes finalize together): it
     // gives back its memory and, on a GPU, the device memory libtorch keeps cached.

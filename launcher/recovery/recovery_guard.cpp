@@ -26,6 +26,9 @@ namespace {
 constexpr int kExitAfterCandidate = 75;
 
 int gWakePipe[2] = {-1, -1};
+// This process left the job (in-place shrink) and only waits for its end: a signal ends it at
+// once, with no copy (it holds no part of the job any more).
+std::atomic<bool> gLeft{false};
 void onTerminate(int) {
   const char byte = 't';
   [[maybe_unused]] ssize_t n = ::write(gWakePipe[1], &byte, 1);
@@ -64,6 +67,11 @@ RecoveryGuard::RecoveryGuard(std::string recoveryDir, est::StepObserver& inner, 
       inputError("recovery history '", paths_.history(), "' is malformed: ", e.what());
     }
   }
+}
+
+void RecoveryGuard::leave() {
+  gLeft.store(true);
+  if (watcher_.joinable()) watcher_.detach();  // it touches nothing of this object any more
 }
 
 RecoveryGuard::~RecoveryGuard() {
@@ -186,6 +194,7 @@ void RecoveryGuard::watchTermination() {
     while (::read(gWakePipe[0], &byte, 1) < 0 && errno == EINTR) {
     }
     if (byte != 't') return;
+    if (gLeft.load()) ::_exit(0);
     writeCandidate("ended by mpirun (SIGCONT/SIGTERM) after another rank was lost", {});
     std::fflush(stderr);
     ::_exit(kExitAfterCandidate);

@@ -62,6 +62,8 @@ class RecoveryGuard final : public est::StepObserver {
   // SIGCONT or SIGTERM (mpirun ending the job after a rank died): a watcher thread writes the
   // candidate and exits the process.
   void watchTermination();
+  // This process left the job (in-place shrink): from now on a signal just ends it.
+  void leave();
 
  private:
   void recordRecovery(int64_t stepsDone);

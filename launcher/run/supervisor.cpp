@@ -174,6 +174,14 @@ int64_t lastLoggedStep(const std::string& outputDir) {
   return last;
 }
 
+// A record of a loss the job will not recover from (no launch is running: nobody else writes).
+void appendMetrics(const std::string& outputDir, json record) {
+  record["type"] = "failure";
+  record["recovered"] = false;
+  std::ofstream out(outputDir + "/metrics.jsonl", std::ios::app);
+  out << record.dump() << "\n";
+}
+
 void writeJson(const std::string& path, const json& j) { writeFileAtomic(path, j.dump(1) + "\n"); }
 
 }  // namespace
@@ -206,6 +214,9 @@ FailureReport readFailure(const std::string& recoveryDir, int processes) {
     return a.step() != b.step() ? a.step() > b.step() : a.rank < b.rank;
   });
   report.namedMissing.assign(missing.begin(), missing.end());
+  // An in-place grow may have made the job larger than its launch.
+  if (!wrote.empty()) processes = std::max(processes, *wrote.rbegin() + 1);
+  if (!missing.empty()) processes = std::max(processes, *missing.rbegin() + 1);
   for (int r = 0; r < processes; ++r) {
     report.accountedFor += wrote.count(r) || missing.count(r);
     if (wrote.count(r) && !missing.count(r)) ++report.survivors;
@@ -290,6 +301,8 @@ int supervise(const SupervisorOptions& o) {
       continue;
     }
     if (report.candidates.empty()) {
+      appendMetrics(outputDir, {{"lost_ranks", json::array()}, {"reason", "no process left a copy of the job"},
+                                {"processes_before", processes}, {"mpirun_exit_status", rc}});
       const std::string good = lastGood(kept, checkpointDir);
       std::fprintf(stderr,
                    "tl-run: error: the job failed (mpirun exit status %d) and no process left a copy of its "
@@ -329,6 +342,7 @@ int supervise(const SupervisorOptions& o) {
                  report.candidates.size());
     fs::remove_all(recoveryDir + "/candidates");
     if (launch >= o.maxRestarts) {
+      appendMetrics(outputDir, failure);
       std::fprintf(stderr,
                    "tl-run: error: the job was lost %d times, more than --max-restarts %d; the last good checkpoint "
                    "is %s (step %lld): go on with tl-launch --resume %s\n",
