@@ -322,7 +322,7 @@ int runLaunch(int argc, char** argv) {
     gRecovery->setMetrics(lead ? &metrics : nullptr);
     gRecovery->start(*executor);
     gRecovery->watchTermination();
-    controller.annotateStatus("recovery", gRecovery->counts());
+    if (lead) gRecovery->setStatusSink([&controller](const nlohmann::json& c) { controller.annotateStatus("recovery", c); });
   }
   Ending ending;
   ending.resumed = resumed;

@@ -76,6 +76,9 @@ void RecoveryGuard::leave() {
 
 RecoveryGuard::~RecoveryGuard() {
   if (watcher_.joinable()) {
+    // The job is over: mpirun's signals end the process as they would without the guard.
+    ::signal(SIGCONT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
     const char byte = 'q';
     [[maybe_unused]] ssize_t n = ::write(gWakePipe[1], &byte, 1);
     watcher_.join();
@@ -122,6 +125,7 @@ est::StepAction RecoveryGuard::afterStep(int64_t stepsDone, est::EstExecutor& ex
 
 void RecoveryGuard::recordRecovery(int64_t stepsDone) {
   recorded_ = true;
+  if (sink_) sink_(counts());
   if (!metrics_ || !history_.contains("failures") || history_["failures"].empty()) return;
   const nlohmann::json& f = history_["failures"].back();
   nlohmann::json failure = f;

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -56,6 +57,11 @@ class RecoveryGuard final : public est::StepObserver {
   // Lead: the failures tl-run saw, as `failure`/`recovery` metrics records at the first completed
   // step after a resume, and counts for summary.json and status.
   void setMetrics(train::MetricsLog* metrics) { metrics_ = metrics; }
+  // Told counts() whenever they change (lead: tl-ctl status).
+  void setStatusSink(std::function<void(const nlohmann::json&)> sink) {
+    sink_ = std::move(sink);
+    if (sink_) sink_(counts());
+  }
   nlohmann::json counts() const;
   int rank() const { return rank_; }  // in the job, as of the last snapshot
 
@@ -84,6 +90,7 @@ class RecoveryGuard final : public est::StepObserver {
   nlohmann::json history_;  // from tl-run (empty when none)
   bool recorded_ = false;
   train::MetricsLog* metrics_ = nullptr;
+  std::function<void(const nlohmann::json&)> sink_;
   std::thread watcher_;
 };
 

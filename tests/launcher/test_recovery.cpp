@@ -130,6 +130,14 @@ TEST_F(Recovery, RandomKillsEndOnTheUninterruptedBits) {
   std::thread job([&] { result = runCommand(tlRun(4, 3, 10, out, " --checkpoint-every 8"), 300, freshDir("recovery_kills_cmd")); });
   auto between = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
   signalRankAfter(out, between(3, 12), 4, SIGKILL, rng);
+  // tl-ctl status shows the recovery.
+  EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= 16 && int(rankProcesses(out).size()) == 3; }, 120));
+  const auto status = runCommand(std::string(TL_CTL_BIN) + " status " + out + " --json", 60, freshDir("recovery_status"));
+  ASSERT_EQ(status.exitCode, 0) << status.err;
+  const json counts = json::parse(status.out)["recovery"];
+  EXPECT_EQ(counts["failures"], 1) << status.out;
+  EXPECT_EQ(counts["recoveries"], 1) << status.out;
+  EXPECT_EQ(counts["last_failure"]["processes_after"], 3) << status.out;
   signalRankAfter(out, between(18, 28), 3, SIGKILL, rng);
   // The lead writes a checkpoint at every 8th boundary: a kill as it starts.
   const int64_t ck = 8 * between(4, 5);
