@@ -200,3 +200,35 @@ TEST_F(Recovery, HungRankIsDetectedAndOneLossTooManyNamesAGoodCheckpoint) {
 }
 
 }  // namespace
+
+namespace {
+
+// A rank killed as the job shrinks in place (tl-ctl rescale 3 -> 2 at a boundary the kill
+// follows at once): the copies were taken before the layout change, and the job still ends on
+// the uninterrupted bits.
+TEST_F(Recovery, KillAroundAnInPlaceShrink) {
+  const unsigned seed = testSeed();
+  std::cout << "seed " << seed << " (TL_TEST_SEED=" << seed << " repeats it)" << std::endl;
+  std::mt19937 rng(seed);
+  const std::string out = freshDir("recovery_shrink");
+  tl::testing::CommandResult result;
+  std::thread job([&] { result = runCommand(tlRun(3, 2, 10, out), 300, freshDir("recovery_shrink_cmd")); });
+  ASSERT_TRUE(waitUntil([&] { return lastStep(out) >= 4 && int(rankProcesses(out).size()) == 3; }, 120));
+  const int64_t at = lastStep(out) + std::uniform_int_distribution<int>(4, 8)(rng);
+  tl::testing::CommandResult shrink;
+  std::thread ctl([&] {
+    shrink = runCommand(std::string(TL_CTL_BIN) + " rescale " + out + " --processes 2 --at-step " + std::to_string(at), 120,
+                        freshDir("recovery_shrink_ctl"));
+  });
+  signalRankAfter(out, at, 3, SIGKILL, rng);
+  ctl.join();
+  job.join();
+  std::cout << "tl-ctl rescale: exit " << shrink.exitCode << " " << shrink.out << shrink.err << std::endl;
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  const json summary = json::parse(slurp(out + "/summary.json"));
+  EXPECT_EQ(summary["params_sha256"], referenceHash()) << "seed " << seed;
+  EXPECT_EQ(summary["recovery"]["failures"], 1);
+  EXPECT_EQ(records(out, "failure").size(), 1u);
+}
+
+}  // namespace
