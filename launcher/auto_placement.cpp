@@ -110,7 +110,7 @@ std::optional<std::vector<int>> AutoPlacer::decide(int64_t stepsDone, est::EstEx
     decision = "keep: a process has no measurement (it holds no EST)";
   } else {
     try {
-      const est::PlacementPlan plan = est::planPlacement(speeds, executor.placement().logicalWorkers(), 1);
+      const est::PlacementPlan plan = est::planPlacement(speeds, executor.placement().logicalWorkers(), 1, current);
       const double now = est::predictedStepSeconds(current, speeds);
       const double gain = now / plan.stepSeconds - 1;
       record["plan"] = joinInts(plan.counts);

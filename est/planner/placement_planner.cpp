@@ -36,10 +36,20 @@ double predictedStepSeconds(const std::vector<int>& counts, const std::vector<Pr
   return worst;
 }
 
-PlacementPlan planPlacement(const std::vector<ProcessSpeed>& processes, int logicalWorkers, int minimumPerProcess) {
+int estsMoved(const std::vector<int>& from, const std::vector<int>& to) {
+  TL_REQUIRE(from.size() == to.size(), "placements of ", from.size(), " and ", to.size(), " entries");
+  int moved = 0;
+  for (size_t g = 0; g < to.size(); ++g) moved += std::max(0, to[g] - from[g]);
+  return moved;
+}
+
+PlacementPlan planPlacement(const std::vector<ProcessSpeed>& processes, int logicalWorkers, int minimumPerProcess,
+                            const std::vector<int>& current) {
   const int64_t n = logicalWorkers;
   const size_t p = processes.size();
   TL_REQUIRE(p >= 1, "placement planner: no processes");
+  TL_REQUIRE(current.empty() || current.size() == p, "placement planner: the current placement has ",
+             current.size(), " entries for ", p, " processes");
   TL_REQUIRE(n >= 1, "placement planner: the job needs at least one logical worker, got ", n);
   TL_REQUIRE(minimumPerProcess >= 0, "placement planner: minimum per process must be >= 0, got ", minimumPerProcess);
   TL_REQUIRE(int64_t(p) * minimumPerProcess <= n, "placement planner: ", p, " processes need at least ",
@@ -85,19 +95,34 @@ PlacementPlan planPlacement(const std::vector<ProcessSpeed>& processes, int logi
     if (counts(candidates[mid], nullptr)) hi = mid;
     else lo = mid + 1;
   }
-  std::vector<int64_t> k(p, 0);
-  counts(candidates[lo], &k);
-  // Give back the surplus from the processes that finish last (lowest rank first among equals).
-  int64_t surplus = std::accumulate(k.begin(), k.end(), int64_t(0)) - n;
-  while (surplus > 0) {
+  // Upper bounds at the least makespan; any counts within them (and >= the minimum) summing to N
+  // reach it. Start from the current placement clipped to the bounds (an empty one: the
+  // minimum), then add ESTs where they finish earliest and take surplus back where it finishes
+  // last, preferring ESTs that would arrive over ESTs that are already there.
+  std::vector<int64_t> upper(p, 0);
+  counts(candidates[lo], &upper);
+  std::vector<int64_t> k(p, 0), now(p, 0);
+  for (size_t g = 0; g < p; ++g) {
+    now[g] = current.empty() ? 0 : current[g];
+    k[g] = std::min(upper[g], std::max<int64_t>(minimumPerProcess, now[g]));
+  }
+  const auto load = [&](size_t g, int64_t extra) { return double(k[g] + extra) * processes[g].secondsPerEst; };
+  int64_t total = std::accumulate(k.begin(), k.end(), int64_t(0));
+  for (; total < n; ++total) {
+    size_t pick = p;
+    for (size_t g = 0; g < p; ++g)
+      if (k[g] < upper[g] && (pick == p || load(g, 1) < load(pick, 1))) pick = g;
+    ++k[pick];
+  }
+  for (; total > n; --total) {
     size_t pick = p;
     for (size_t g = 0; g < p; ++g) {
       if (k[g] <= minimumPerProcess) continue;
-      if (pick == p || double(k[g]) * processes[g].secondsPerEst > double(k[pick]) * processes[pick].secondsPerEst)
+      const bool arriving = k[g] > now[g], pickArriving = pick != p && k[pick] > now[pick];
+      if (pick == p || (arriving && !pickArriving) || (arriving == pickArriving && load(g, 0) > load(pick, 0)))
         pick = g;
     }
     --k[pick];
-    --surplus;
   }
   PlacementPlan plan;
   double rate = 0;

@@ -30,10 +30,16 @@ struct PlacementPlan {
 
 // The best placement of `logicalWorkers` ESTs over the processes; every process gets at least
 // `minimumPerProcess` (1 in a running job: a process without an EST cannot be measured).
-// InputError when the input is invalid (naming the process and the value) or when the memory
-// limits cannot hold N ESTs. Ties are broken deterministically (same input, same plan).
+// Among the placements with the least makespan it returns one that moves the fewest ESTs away
+// from `current` (ESTs per process now; empty: none yet, then the load is spread as evenly as
+// the speeds allow), so a re-plan never moves more than it must. InputError when the input is
+// invalid (naming the process and the value) or when the memory limits cannot hold N ESTs.
+// Ties are broken deterministically (same input, same plan).
 PlacementPlan planPlacement(const std::vector<ProcessSpeed>& processes, int logicalWorkers,
-                            int minimumPerProcess = 1);
+                            int minimumPerProcess = 1, const std::vector<int>& current = {});
+
+// ESTs that change process going from `from` to `to` (the sum of the increases).
+int estsMoved(const std::vector<int>& from, const std::vector<int>& to);
 
 // max_g counts[g] * t_g: the step time a placement is predicted to take.
 double predictedStepSeconds(const std::vector<int>& counts, const std::vector<ProcessSpeed>& processes);

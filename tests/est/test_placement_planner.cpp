@@ -75,6 +75,60 @@ TEST(PlacementPlanner, MatchesExhaustiveSearchOnRandomCases) {
   EXPECT_GT(infeasible, 100);
 }
 
+// Among the placements of least makespan, the fewest ESTs moved away from the current one.
+TEST(PlacementPlanner, MovesTheFewestEstsAmongTheBestPlacements) {
+  std::mt19937_64 rng(21);
+  int checked = 0, ties = 0;
+  for (int c = 0; c < 2000; ++c) {
+    const int p = 2 + int(rng() % 3);
+    const int n = p + int(rng() % 9);
+    std::vector<ProcessSpeed> ps(static_cast<size_t>(p));
+    for (auto& s : ps) {
+      s.secondsPerEst = 0.5 * double(1 + rng() % 4);  // few values: many placements tie
+      s.memoryLimitBytes = rng() % 3 == 0 ? double(2 + rng() % 6) * 1e6 : 0;
+      s.bytesPerEst = 1e6;
+    }
+    std::vector<int> current(static_cast<size_t>(p), 1);
+    for (int left = n - p; left > 0; --left) ++current[rng() % current.size()];
+    const double best = exhaustiveBest(ps, n, 1);
+    if (!std::isfinite(best)) continue;
+    int fewest = n + 1, optimal = 0;
+    std::vector<int> counts(ps.size(), 0);
+    std::function<void(size_t, int)> walk = [&](size_t g, int left) {
+      if (g == ps.size()) {
+        if (left == 0 && predictedStepSeconds(counts, ps) == best) {
+          fewest = std::min(fewest, estsMoved(current, counts));
+          ++optimal;
+        }
+        return;
+      }
+      for (int k = 1; k <= std::min<int>(int(std::min<int64_t>(estCapacity(ps[g]), n)), left); ++k) {
+        counts[g] = k;
+        walk(g + 1, left - k);
+      }
+    };
+    walk(0, n);
+    const PlacementPlan plan = planPlacement(ps, n, 1, current);
+    EXPECT_EQ(plan.stepSeconds, best) << "case " << c;
+    EXPECT_EQ(estsMoved(current, plan.counts), fewest) << "case " << c;
+    if (optimal > 1) ++ties;
+    ++checked;
+  }
+  EXPECT_GT(checked, 1000);
+  EXPECT_GT(ties, 300);
+}
+
+TEST(PlacementPlanner, ReplanMovesOneEstWhereOneIsEnough) {
+  // 4,4,2 at 1 : 1 : 0.5, then process 0 slows down 2x: 3,5,2 and 2,6,2 both finish in 6 units;
+  // the first moves one EST, the second two.
+  std::vector<ProcessSpeed> ps{{2.0}, {1.0}, {2.0}};
+  const PlacementPlan plan = planPlacement(ps, 10, 1, {4, 4, 2});
+  EXPECT_EQ(plan.counts, (std::vector<int>{3, 5, 2}));
+  EXPECT_DOUBLE_EQ(plan.stepSeconds, 6.0);
+  EXPECT_EQ(estsMoved({4, 4, 2}, plan.counts), 1);
+  EXPECT_THROW(planPlacement(ps, 10, 1, {4, 4, 2, 0}), InputError);
+}
+
 TEST(PlacementPlanner, SpeedsOneOneHalfOnTenEsts) {
   // 1 : 1 : 0.5 (the slow process takes twice as long per EST): 4,4,2 finishes in 4 units.
   std::vector<ProcessSpeed> ps{{1.0}, {1.0}, {2.0}};
