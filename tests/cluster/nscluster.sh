@@ -15,7 +15,8 @@
 #   nscluster.sh exec HOST CMD...         run CMD on HOST (head, h1..hK)
 #   nscluster.sh mpirun MPIRUN-ARGS...    mpirun ($NSC_MPIRUN, default mpirun) on the head, with
 #                                         this script as its launch agent, over TCP on the test
-#                                         network only (btl tcp,self; oob and btl on 10.231.0.0/24)
+#                                         network only (btl tcp,self; oob and btl on 10.231.0.0/24),
+#                                         --bind-to none (the hosts share this machine's cores)
 #   nscluster.sh agent HOST CMD...        Open MPI's plm_rsh_agent: CMD (a shell line) on HOST
 #   nscluster.sh link-down HOST | link-up HOST    pull or plug HOST's cable
 #   nscluster.sh addr HOST                the host's address
@@ -176,7 +177,10 @@ link() {
 cluster_mpirun() {
   need_prefix
   export NSC_PREFIX
+  # --bind-to none: every host sees the same cores, and each daemon would bind its first rank to
+  # core 0, so ranks on different hosts would share one core.
   on_host head "${NSC_MPIRUN:-mpirun}" --mca plm_rsh_agent "$SELF agent" --mca plm_rsh_no_tree_spawn 1 \
+    --bind-to none \
     --mca btl tcp,self --mca btl_tcp_if_include "$NET.0/24" --mca oob_tcp_if_include "$NET.0/24" \
     "$@"
 }
