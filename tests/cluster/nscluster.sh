@@ -26,6 +26,7 @@
 # it from the environment. The owner is $NSC_OWNER (a test driver sets it to its own pid) or
 # the caller of `up`; a cluster whose owner is gone is leftover, and the next `up` removes it. State (per-host /tmp, owner pid) lives in /var/tmp/tlnsc-<prefix>,
 # outside every host's /tmp.
+# A watcher started by `up` removes the cluster when its owner ends without `down` (killed), and
 # `up` first reaps clusters of earlier runs whose owner process is gone.
 set -euo pipefail
 
@@ -59,7 +60,7 @@ check() {
   for tool in ip unshare mount; do
     command -v "$tool" >/dev/null || { echo "'$tool' is not installed (iproute2, util-linux)"; return 77; }
   done
-  local probe="tlcprobe$$" err
+  local probe="tlc$$-probe" err  # reaped like a cluster if this process dies here
   if ! err=$(ip netns add "$probe" 2>&1); then
     echo "cannot create a network namespace: $err"; return 77
   fi
@@ -139,7 +140,17 @@ up() {
     chmod 1777 "$state/$h/tmp"
     cp "$hostsfile" "/etc/netns/$ns/hosts"
   done
+  # A watcher removes the cluster once its owner is gone, even if the owner was killed (a test
+  # past its CTest timeout) and never ran `down`. Detached, and off the caller's stdout, which
+  # may be a command substitution waiting for EOF.
+  setsid "$SELF" watch "$owner" "$NSC_PREFIX" </dev/null >/dev/null 2>&1 &
   echo "$NSC_PREFIX"
+}
+
+watch() {
+  local owner=$1 prefix=$2
+  while kill -0 "$owner" 2>/dev/null && [[ -d "$(state_of "$prefix")" ]]; do sleep 1; done
+  [[ ! -d "$(state_of "$prefix")" ]] || teardown "$prefix"
 }
 
 down() {
@@ -192,6 +203,7 @@ case "$cmd" in
   up) up "$@" ;;
   down) down ;;
   reap) reap ;;
+  watch) watch "$@" ;;
   exec) [[ $# -ge 2 ]] || die "exec HOST CMD..."; export NSC_PREFIX; on_host "$@" ;;
   agent) agent "$@" ;;
   mpirun) cluster_mpirun "$@" ;;
