@@ -24,10 +24,12 @@
 #
 # The cluster is named by NSC_PREFIX (tlc<owner pid>); `up` prints it, the other commands read
 # it from the environment. The owner is $NSC_OWNER (a test driver sets it to its own pid) or
-# the caller of `up`; a cluster whose owner is gone is leftover, and the next `up` removes it. State (per-host /tmp, owner pid) lives in /var/tmp/tlnsc-<prefix>,
-# outside every host's /tmp.
-# A watcher started by `up` removes the cluster when its owner ends without `down` (killed), and
-# `up` first reaps clusters of earlier runs whose owner process is gone.
+# the caller of `up`. A watcher started by `up` removes the cluster when its owner ends without
+# `down` (killed), and `up` first reaps clusters of earlier runs whose owner is gone. State
+# (per-host /tmp, hosts list, owner) lives in /var/tmp/tlnsc-<prefix>, outside every host's /tmp.
+#
+# Other tests use it as cluster_test.sh does: NSC_OWNER=$$; NSC_PREFIX=$(nscluster.sh up K)
+# (exit 77: skip), trap 'nscluster.sh down' EXIT, then mpirun / exec / link-down HOST.
 set -euo pipefail
 
 readonly SELF="$(readlink -f "${BASH_SOURCE[0]}")"
@@ -111,6 +113,7 @@ up() {
   local state
   state=$(state_of "$NSC_PREFIX")
   [[ ! -e "$state" ]] || teardown "$NSC_PREFIX"
+  trap 'teardown "$NSC_PREFIX"' ERR  # a step that fails leaves nothing half-made
   mkdir -p "$state"
   echo "$owner" >"$state/owner"
   local hosts=(head) i
@@ -144,6 +147,7 @@ up() {
   # past its CTest timeout) and never ran `down`. Detached, and off the caller's stdout, which
   # may be a command substitution waiting for EOF.
   setsid "$SELF" watch "$owner" "$NSC_PREFIX" </dev/null >/dev/null 2>&1 &
+  trap - ERR
   echo "$NSC_PREFIX"
 }
 
