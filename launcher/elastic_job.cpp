@@ -213,6 +213,7 @@ void ElasticController::updateStatus(int64_t stepsDone, est::EstExecutor& execut
   status_["processes"] = executor.placement().processes();
   status_["placement"] = executor.placement().toString();
   status_["hosts"] = memberHosts_;
+  status_["devices"] = memberDevices_;  // device index per member: its local rank on its host
   status_["logical_workers"] = executor.placement().logicalWorkers();
   status_["rescales"] = rescales_;
   if (!status_.contains("last_rescale")) status_["last_rescale"] = "none";
