@@ -118,6 +118,14 @@ class EstExecutor {
   // replica (model, optimizer and reducer state) for each member that joined.
   int64_t lastLayoutBytes() const { return lastLayoutBytes_; }
 
+  // Speed measurements for placement planning (--placement auto): compute seconds per local
+  // EST in the last step (forward + backward, no communication; replays included) and the
+  // memory one more EST holds here (LocalRound::bytesPerEst). 0 before the first step.
+  double lastComputePerEst() const { return lastComputePerEst_; }
+  double bytesPerEst() const { return bytesPerEst_; }
+  // --emulate-slowdown: this process's ESTs take `factor` times as long (timing only).
+  void setEmulatedSlowdown(double factor);
+
   bool inJob() const { return host_ != nullptr; }
   const JobConfig& config() const { return config_; }
   const Placement& placement() const { return placement_; }
@@ -157,6 +165,9 @@ class EstExecutor {
   std::unique_ptr<LoaderTuningWindow> tuning_;
   data::LoaderStats retiredLoaders_;  // loaders of this run already replaced
   int64_t lastLayoutBytes_ = 0;
+  double lastComputePerEst_ = 0;
+  double bytesPerEst_ = 0;
+  double slowdown_ = 1.0;
 };
 
 }  // namespace tl::est

@@ -50,6 +50,8 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
       s.lr = lr;
       s.global = global;
       s.computeSeconds = secondsBetween(c1, c2) + round_->computeSeconds();
+      lastComputePerEst_ = local_.empty() ? 0.0 : round_->computeSeconds() / double(local_.size());
+      bytesPerEst_ = round_->bytesPerEst();
       s.commSeconds = reduceSeconds + secondsBetween(c0, c1) + secondsBetween(c2, c3);
       s.stepSeconds = secondsBetween(t0, c3);
       record.recordStep(s, lead());
@@ -77,7 +79,13 @@ void EstExecutor::startRound() {
   const int n = placement_.logicalWorkers();
   auto batches = std::make_unique<LocalBatches>(config_, data_.train, local_, n, stepsDone_, plan_.totalSteps);
   round_ = std::make_unique<LocalRound>(local_, n, replica_->device, std::move(batches), *backend_);
+  round_->setSlowdown(slowdown_);
   if (tuner_) tuning_ = std::make_unique<LoaderTuningWindow>(*tuner_, round_->loader());
+}
+
+void EstExecutor::setEmulatedSlowdown(double factor) {
+  slowdown_ = factor;
+  if (round_) round_->setSlowdown(factor);
 }
 
 void EstExecutor::endRound() {

@@ -2,6 +2,10 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "common/check.h"
 
 namespace tl::est {
@@ -14,7 +18,8 @@ LocalRound::LocalRound(std::vector<EstContext>& local, int logicalWorkers, c10::
       backend_(backend),
       sync_(int(local.size())),
       stats_(local.size()),
-      compute_(local.size(), 0.0) {
+      compute_(local.size(), 0.0),
+      estBytes_(local.size(), 0.0) {
   std::vector<EstContext*> byRank(size_t(logicalWorkers), nullptr);
   for (auto& c : local_) byRank.at(size_t(c.logicalRank)) = &c;
   switcher_ = std::make_unique<GeneratorSwitcher>(byRank, device_);
@@ -46,7 +51,15 @@ void LocalRound::estBody(int i) {
       } else {
         atStepStart.install(device_);  // the replay must draw the same dropout masks
       }
+      const double before = compute_[size_t(i)];
       stats_[size_t(i)] = backend_.computeEst(ctx.logicalRank, images, labels, compute_[size_t(i)]);
+      if (slowdown_ > 1) {
+        const auto s0 = std::chrono::steady_clock::now();
+        std::this_thread::sleep_for(std::chrono::duration<double>((slowdown_ - 1) * (compute_[size_t(i)] - before)));
+        compute_[size_t(i)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
+      }
+      estBytes_[size_t(i)] = double(images.nbytes() + labels.nbytes() + ctx.cpuRngState.nbytes() +
+                                    (ctx.deviceRngState.defined() ? ctx.deviceRngState.nbytes() : 0));
     } catch (...) {
       error = std::current_exception();
     }
@@ -71,6 +84,10 @@ double LocalRound::computeSeconds() const {
   double s = 0;
   for (double c : compute_) s += c;
   return s;
+}
+
+double LocalRound::bytesPerEst() const {
+  return estBytes_.empty() ? 0.0 : *std::max_element(estBytes_.begin(), estBytes_.end());
 }
 
 }  // namespace tl::est

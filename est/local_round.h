@@ -40,6 +40,12 @@ class LocalRound {
   // The local ESTs' loss/accuracy of the last round, and their compute time this step.
   train::BatchStats localStats() const;
   double computeSeconds() const;
+  // Emulates a slower device (--emulate-slowdown): after each EST's compute, sleep (factor - 1)
+  // times what it took; the sleep counts as compute. Timing only: nothing computed changes.
+  void setSlowdown(double factor) { slowdown_ = factor; }
+  // The memory one more local EST holds between its turns: its micro-batch (images and labels
+  // on the device, kept by its fiber) and its generator states. The largest over the local ESTs.
+  double bytesPerEst() const;
   data::Loader& loader() { return batches_->loader(); }
 
  private:
@@ -52,6 +58,8 @@ class LocalRound {
   StepSync sync_;
   std::vector<train::BatchStats> stats_;
   std::vector<double> compute_;
+  std::vector<double> estBytes_;
+  double slowdown_ = 1.0;
   int64_t epoch_ = 0;
   std::unique_ptr<GeneratorSwitcher> switcher_;
   std::unique_ptr<EstFibers> fibers_;

@@ -97,7 +97,8 @@ json toJson(const JoinOffer& o) {
           {"checkpoint_dir", o.checkpointDir},
           {"checkpoint_every", o.checkpointEvery},
           {"stop_at_step", o.stopAtStep},
-          {"recovery_dir", o.recoveryDir}};
+          {"recovery_dir", o.recoveryDir},
+          {"auto_placement", toJson(o.autoPlacement)}};
 }
 
 JoinOffer joinOfferFromJson(const json& j) {
@@ -108,6 +109,7 @@ JoinOffer joinOfferFromJson(const json& j) {
   o.checkpointEvery = j.at("checkpoint_every").get<int64_t>();
   o.stopAtStep = j.at("stop_at_step").get<int64_t>();
   o.recoveryDir = j.value("recovery_dir", std::string());
+  o.autoPlacement = autoPlacementFromJson(j.at("auto_placement"));
   return o;
 }
 
@@ -218,11 +220,13 @@ void ElasticController::updateStatus(int64_t stepsDone, est::EstExecutor& execut
   status_["processes"] = executor.placement().processes();
   status_["placement"] = executor.placement().toString();
   status_["hosts"] = memberHosts_;
+  status_["devices"] = memberDevices_;  // device index per member: its local rank on its host
   status_["logical_workers"] = executor.placement().logicalWorkers();
   status_["rescales"] = rescales_;
   if (!status_.contains("last_rescale")) status_["last_rescale"] = "none";
   status_["pending"] = pending_ ? control::describe(pending_->request.request()) : "none";
   status_["queued"] = queue_.size();
+  if (autoPlacer_ && autoPlacer_->options().enabled) status_["plan"] = autoPlacer_->statusJson();
 }
 
 // Every member's host name and device index, on the lead (for status and for the device a
@@ -460,8 +464,16 @@ est::StepAction ElasticController::afterStep(int64_t stepsDone, est::EstExecutor
     return est::StepAction::Stop;
   }
   updateStatus(stepsDone, executor);
+  std::optional<std::vector<int>> replan;
+  if (autoPlacer_) replan = autoPlacer_->afterStep(stepsDone, executor, lead() && (pending_ || !queue_.empty()));
   LayoutCommand command;
   if (lead()) command = nextCommand(stepsDone, executor);
+  const bool autoMove = lead() && command.kind == LayoutCommand::None && !pending_ && replan;
+  if (autoMove) {  // an internal placement request
+    command.kind = LayoutCommand::Placement;
+    command.target = *replan;
+    command.leave.assign(replan->size(), 0);
+  }
   // One broadcast from the lead: what changes at this boundary (almost always nothing).
   comm::Communicator& host = executor.comm();
   at::Tensor header = at::zeros({kHeader}, at::kLong);
@@ -519,9 +531,11 @@ est::StepAction ElasticController::afterStep(int64_t stepsDone, est::EstExecutor
                               executor.placement().processes(), " (", to, ") at step ", stepsDone, ": ",
                               tl::str(int(pause * 1000)), " ms pause, ", mb, " MB moved");
     if (command.joiners > 0) message += str(", ", command.joiners, " process(es) started in ", startup, " s while the job trained");
-    spdlog::info("{}", message);
+    if (autoMove) autoPlacer_->moved(stepsDone);
+    spdlog::info("{}{}", message, autoMove ? " (placement auto)" : "");
     if (metrics_ && metrics_->enabled()) {
       metrics_->write({{"type", "rescale"},
+                       {"by", autoMove ? "placement auto" : "tl-ctl"},
                        {"step", stepsDone},
                        {"from", from},
                        {"to", to},

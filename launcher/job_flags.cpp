@@ -274,13 +274,21 @@ std::vector<LaunchFlag> buildTable() {
       [](const LaunchOptions& o) { return text(double(o.job.bucketBytes) / (1024 * 1024)); }));
   t.back().realRange = std::make_pair(0.001, 4096.0);
   t.push_back(custom(
-      "placement", kRun, "ESTs per process in rank order, e.g. 2,1,1 [even]", "3,1",
-      [](LaunchOptions& o, const std::string& v) { o.placement = parseIntList(v, "--placement"); },
+      "placement", kRun,
+      "ESTs per process in rank order, e.g. 2,1,1, or auto: planned from each process's measured speed and "
+      "re-planned while the job runs [even]",
+      "3,1",
+      [](LaunchOptions& o, const std::string& v) {
+        o.autoPlacement.enabled = v == "auto";
+        o.placement = o.autoPlacement.enabled ? std::vector<int64_t>{} : parseIntList(v, "--placement");
+      },
       [](const LaunchOptions& o) {
+        if (o.autoPlacement.enabled) return std::string("auto");
         std::string s;
         for (int64_t c : o.placement) s += (s.empty() ? "" : ",") + std::to_string(c);
         return s;
       }));
+  addAutoPlacementFlags(t);
   t.push_back(string("output-dir", kRun, "folder for metrics.jsonl and summary.json", "/tmp/out", TL_FIELD(job.outputDir)));
   t.push_back(toggle("eval", kRun, "evaluate on the test set after every epoch", TL_FIELD(job.eval), true));
   t.push_back(string("save-model", kRun, "write the model's state dict (torch.load-able) here at the end", "/tmp/m.pt",

@@ -104,6 +104,7 @@ ProcessJob jobForProcess(const LaunchOptions& options, int processes, int localR
   JobConfig job = options.job;
   job.deviceIndex = localRank;
   if (job.logicalWorkers == 0) job.logicalWorkers = processes;
+  options.autoPlacement.checkProcesses(processes);
   est::Placement placement = options.placement.empty()
                                  ? est::Placement::even(job.logicalWorkers, processes)
                                  : est::Placement::explicitCounts(options.placement, job.logicalWorkers, processes);

@@ -153,6 +153,7 @@ int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, launcher::ElasticCon
     summary["inplace_rescales"] = controller.rescales();
     summary["inplace_rescale_max_pause_s"] = controller.maxPauseSeconds();
     if (ending.recovery) summary["recovery"] = ending.recovery->counts();
+    if (controller.autoPlacer()) controller.autoPlacer()->addToSummary(summary);
     if (!job.outputDir.empty()) train::writeSummary(summary, job.outputDir);
     if (!job.saveModel.empty()) models::saveStateDict(executor.model(), job.saveModel);
     spdlog::info("{} {} steps in {:.1f} s, {:.1f} images/s, final loss {:.4f}{}",
@@ -204,6 +205,8 @@ int runJoined(comm::ParentLink& lead) {
   settings.offer = joined->offer;
   train::MetricsLog metrics;  // never the lead: rank 0 never leaves
   launcher::ElasticController controller(joined->membership, policy, settings, nullptr);
+  launcher::AutoPlacer placer(joined->offer.autoPlacement, nullptr);
+  controller.setAutoPlacer(&placer);
   controller.apply(joined->command, *joined->executor, &lead);
   joined->retired.clear();
   if (!joined->offer.recoveryDir.empty()) {
@@ -292,6 +295,7 @@ int runLaunch(int argc, char** argv) {
   offer.checkpointEvery = options.checkpointEvery;
   offer.stopAtStep = options.stopAtStep;
   if (!options.recoveryDir.empty()) offer.recoveryDir = std::filesystem::absolute(options.recoveryDir).string();
+  offer.autoPlacement = options.autoPlacement;
   elastic::CheckpointPolicy policy(policyOptions(offer));
   std::unique_ptr<launcher::CoordinatorTuner> tuner;
   if (job.autoWorkers) {
@@ -313,6 +317,9 @@ int runLaunch(int argc, char** argv) {
   settings.joinTimeoutSeconds = options.joinTimeoutSeconds;
   settings.offer = offer;
   launcher::ElasticController controller(membership, policy, settings, lead ? &metrics : nullptr);
+  launcher::AutoPlacer placer(options.autoPlacement, lead ? &metrics : nullptr);
+  controller.setAutoPlacer(&placer);
+  executor->setEmulatedSlowdown(options.autoPlacement.slowdownFor(membership.host->rank(), executor->stepsDone()));
   controller.startControl(*executor);
   if (!offer.recoveryDir.empty()) {
     failed = launcher::prepareOnAllRanks(executor->comm(), kProgram, [&] {

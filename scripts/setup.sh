@@ -17,6 +17,7 @@ PACKAGES=(
   libcairo2-dev                      # tl-profile's PNG plots
   dataset-fashion-mnist              # real Fashion-MNIST under /usr/share/datasets/fashion-mnist
   python3 python3-torch              # only for tests that check files against PyTorch itself
+  iproute2                           # ip netns: the namespace cluster of the `cluster` tests
 )
 
 missing=()

@@ -39,6 +39,9 @@ const char* kHelp =
     "  rescale JOB --remove-ranks R1,R2,...\n"
     "                               give the devices of these ranks back\n"
     "  placement JOB E1,E2,...      same processes, ESTs moved\n"
+    "  plan JOB [--json]            --placement auto: the last plan (measured seconds and\n"
+    "                               bytes per EST per process, the plan, predicted step\n"
+    "                               times, the decision)\n"
     "  checkpoint JOB               write a checkpoint now and keep training\n"
     "  stop JOB [--checkpoint]      stop the job, after a checkpoint with --checkpoint\n"
     "\n"
@@ -176,7 +179,52 @@ std::string statusText(const std::string& body) {
   return out;
 }
 
-int report(const Reply& reply, const Request& request, bool json) {
+// Plan figures are small (seconds per EST): four significant digits instead of one decimal.
+std::string planValue(const nlohmann::json& v) {
+  if (v.is_number_float()) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof(buffer), "%.4g", v.get<double>());
+    return buffer;
+  }
+  if (v.is_array()) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ",") + planValue(x);
+    return s;
+  }
+  return scalarText(v);
+}
+
+// The `plan` part of the status JSON (--placement auto), as lines; empty when the job has none.
+std::string planText(const std::string& body, bool json, bool& hasPlan) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  hasPlan = j.is_object() && j.contains("plan");
+  if (!hasPlan) return "";
+  const nlohmann::json& plan = j["plan"];
+  if (json) return plan.dump() + "\n";
+  if (plan.empty()) return "no plan yet: the job is measuring (the first comes after --replan-window steps)\n";
+  std::string out;
+  for (const char* k : {"step", "placement", "seconds_per_est", "bytes_per_est", "memory_limit_mb", "plan",
+                        "predicted_step_s", "planned_step_s", "ideal_step_s", "predicted_gain", "decision",
+                        "replans"}) {
+    if (!plan.contains(k)) continue;
+    std::string label = k;
+    std::replace(label.begin(), label.end(), '_', ' ');
+    out += label + std::string(18 - label.size(), ' ') + planValue(plan[k]) + "\n";
+  }
+  return out;
+}
+
+int report(const Reply& reply, const Request& request, bool json, bool plan) {
+  if (plan && reply.outcome == Outcome::Done) {
+    bool hasPlan = false;
+    const std::string text = planText(reply.body, json, hasPlan);
+    if (!hasPlan) {
+      std::cerr << kProgram << ": refused: the job does not place its ESTs automatically (--placement auto)\n";
+      return kExitRefused;
+    }
+    std::cout << text;
+    return tl::cli::kExitOk;
+  }
   switch (reply.outcome) {
     case Outcome::Done:
       if (request.command == Command::Status) {
@@ -205,6 +253,8 @@ int run(int argc, char** argv) {
   tl::cli::useHelpText(*app, kHelp);
   CLI::App* status = addCommand(*app, "status", "print the job's status", f);
   status->add_flag("--json", f.json)->description("print the job's status JSON as it is");
+  CLI::App* planCmd = addCommand(*app, "plan", "print the job's automatic placement plan", f);
+  planCmd->add_flag("--json", f.json)->description("print the plan's JSON as it is");
   CLI::App* rescale = addCommand(*app, "rescale", "change the job's processes", f);
   tl::cli::addInt(*rescale, "--processes", &f.processes, "new process count", 1, kMaxProcesses);
   rescale->add_option("--placement", f.placement)->description("ESTs per process, e.g. 2,1,1");
@@ -226,7 +276,8 @@ int run(int argc, char** argv) {
   std::vector<std::string> rest;
   Target t = target(f, &rest);
   Request r;
-  if (status->parsed()) {
+  const bool plan = planCmd->parsed();
+  if (status->parsed() || plan) {
     r.command = Command::Status;
   } else if (rescale->parsed()) {
     r.command = Command::Rescale;
@@ -248,7 +299,7 @@ int run(int argc, char** argv) {
     r.command = Command::Stop;
     r.checkpoint = f.checkpoint;
   }
-  if (!status->parsed()) r.atStep = f.atStep;
+  if (!status->parsed() && !plan) r.atStep = f.atStep;
   TL_REQUIRE(rest.empty(), "unexpected argument '", rest.empty() ? "" : rest.front(),
              "' (see tl-ctl --help)");
   const std::string why = checkRequest(r);
@@ -268,7 +319,7 @@ int run(int argc, char** argv) {
       throw tl::InputError(std::string(e.what()) + "; is the key the job's control.key?");
     throw;
   }
-  return report(reply, r, f.json);
+  return report(reply, r, f.json, plan);
 }
 
 }  // namespace

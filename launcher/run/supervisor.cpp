@@ -267,7 +267,10 @@ int supervise(const SupervisorOptions& o) {
     // Survivors need time to write their copy after mpirun's SIGTERM.
     argv.insert(argv.end(), {"--mca", "odls_base_sigkill_timeout", std::to_string(int(o.killGraceSeconds)),
                              "-np", std::to_string(processes), o.launch});
-    std::vector<std::string> job = launch == 0 || processes == o.processes ? baseArgs : withoutFlag(baseArgs, "--placement");
+    // A fixed placement fits only its process count; `auto` plans for any.
+    const bool fixedPlacement = hasFlag(baseArgs, "--placement") && flagValue(baseArgs, "--placement") != "auto";
+    std::vector<std::string> job =
+        launch == 0 || processes == o.processes || !fixedPlacement ? baseArgs : withoutFlag(baseArgs, "--placement");
     argv.insert(argv.end(), job.begin(), job.end());
     argv.insert(argv.end(), {"--checkpoint-dir", checkpointDir, "--recovery-dir", recoveryDir,
                              "--collective-timeout", std::to_string(o.hangTimeoutSeconds)});

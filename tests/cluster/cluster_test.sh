@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# cluster_test.sh CASE BIN_DIR: tl on a cluster of network namespaces (nscluster.sh), one case
+# per CTest entry (label `cluster`). BIN_DIR holds tl-launch, tl-data and tl-ctl; TL_TEST_TMP
+# is the scratch folder, which every host sees (it must not be under /tmp: each host has its own).
+# Exit 0 when every check passed, 1 when one failed (each check prints PASS/FAIL and its name),
+# 77 (CTest's SKIP_RETURN_CODE) when namespaces cannot be made here, with the reason.
+#
+#   bits       DDP on one host = DDP on two hosts = placements 3,1 and 2,2 over two hosts and
+#              1,1,2 over three; a checkpoint of a two-host job resumed on one host and on three
+#   loaders    two --workers auto jobs sharing two hosts: each rank registers with the loader
+#              coordinator of its own host, and each host's coordinator balances both jobs
+#   inplace    tl-ctl from other hosts (control address bound to rank 0's host address): local
+#              ranks per host, shrink away from a host, grow onto a new host, move ESTs across
+#              hosts; the DDP bits at the end
+#   link-down  a host's link goes down mid-step: the job fails within its collective deadline
+#              naming that host
+set -uo pipefail
+
+readonly CASE=${1:?usage: cluster_test.sh bits|loaders|inplace|link-down BIN_DIR}
+readonly BIN=$(cd "${2:?usage: cluster_test.sh CASE BIN_DIR}" && pwd)
+readonly HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+readonly NSC=$HERE/nscluster.sh
+
+case "$CASE" in
+  bits | inplace) HOSTS=3 ;;
+  loaders | link-down) HOSTS=2 ;;
+  *) echo "unknown case '$CASE' (bits, loaders, inplace, link-down)" >&2; exit 2 ;;
+esac
+
+if ! why=$("$NSC" check); then
+  echo "SKIPPED: the namespace cluster cannot run here: $why"
+  exit 77
+fi
+
+WORK=$(mkdir -p "${TL_TEST_TMP:-$BIN/../test-tmp}" && cd "${TL_TEST_TMP:-$BIN/../test-tmp}" && pwd)/cluster_$CASE
+case "$WORK" in /tmp/*) echo "TL_TEST_TMP must not be under /tmp (every host has its own /tmp)" >&2; exit 2 ;; esac
+rm -rf "$WORK" && mkdir -p "$WORK"
+
+export NSC_OWNER=$$
+NSC_PREFIX=$("$NSC" up "$HOSTS") || { echo "FAIL cannot bring up a cluster of $HOSTS hosts"; exit 1; }
+export NSC_PREFIX
+trap '"$NSC" down' EXIT
+trap 'exit 143' TERM INT
+echo "cluster $NSC_PREFIX: head + $HOSTS hosts, scratch $WORK"
+
+failures=0
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1"; failures=$((failures + 1)); }
+expect_eq() {  # NAME GOT WANT
+  if [[ "$2" == "$3" ]]; then pass "$1"; else fail "$1: got '$2', want '$3'"; fi
+}
+finish() {
+  if ((failures)); then echo "$failures check(s) failed in case $CASE"; exit 1; fi
+  echo "case $CASE: all checks passed"; exit 0
+}
+
+# job OUT MPIRUN-ARGS... -- TL-LAUNCH-FLAGS...: tl-launch under the cluster's mpirun (run on the
+# head); output in OUT.log; the exit status is returned.
+job() {
+  local out=$1 mpi=()
+  shift
+  while [[ $1 != -- ]]; do mpi+=("$1"); shift; done
+  shift
+  timeout -k 5 150 "$NSC" mpirun "${mpi[@]}" "$BIN/tl-launch" "$@" --output-dir "$out" >"$out.log" 2>&1
+  local rc=$?
+  ((rc == 0)) || { echo "--- $out.log (exit $rc):"; tail -20 "$out.log"; }
+  return $rc
+}
+
+json_field() {  # FILE KEY: a top-level field of a JSON file (lists joined by commas)
+  python3 - "$1" "$2" <<'EOF' 2>/dev/null || echo "(no $2 in $1)"
+import json, sys
+v = json.load(open(sys.argv[1]))[sys.argv[2]]
+print(",".join(str(x) for x in v) if isinstance(v, list) else v)
+EOF
+}
+sha() { json_field "$1/summary.json" params_sha256; }
+
+DATA=$WORK/data
+"$BIN/tl-data" synth --out "$DATA" --train 256 --test 64 --seed 5 >/dev/null || { echo "FAIL tl-data synth"; exit 1; }
+
+case_bits() {
+  # N = 4, 8 steps per epoch: 12 steps cross an epoch boundary. BatchNorm and dropout.
+  local J=(--dataset cifar10 --data-dir "$DATA" --model cnn --dropout 0.3 --logical-workers 4 --batch 8
+           --seed 11 --lr 0.05 --momentum 0.9 --log-every 0 --steps 12 --control-bind none)
+  job "$WORK/one_host" --host h1:4 -np 4 -- "${J[@]}"
+  local ref
+  ref=$(sha "$WORK/one_host")
+  [[ ${#ref} -eq 64 ]] || { fail "DDP on one host: no params_sha256"; finish; }
+  job "$WORK/ddp_2hosts" --host h1:2,h2:2 -np 4 -- "${J[@]}"
+  expect_eq "DDP on two hosts (2+2 processes) = DDP on one host" "$(sha "$WORK/ddp_2hosts")" "$ref"
+  job "$WORK/p31" --host h1:1,h2:1 -np 2 -- "${J[@]}" --placement 3,1
+  expect_eq "placement 3,1 over two hosts = DDP" "$(sha "$WORK/p31")" "$ref"
+  job "$WORK/p22" --host h1:1,h2:1 -np 2 -- "${J[@]}" --placement 2,2
+  expect_eq "placement 2,2 over two hosts = DDP" "$(sha "$WORK/p22")" "$ref"
+  job "$WORK/p112" --host h1:1,h2:1,h3:1 -np 3 -- "${J[@]}" --placement 1,1,2
+  expect_eq "placement 1,1,2 over three hosts = DDP" "$(sha "$WORK/p112")" "$ref"
+
+  # Checkpoint at step 6 on two hosts; resume on one (a host that did not run the job) and on three.
+  job "$WORK/ckpt_2hosts" --host h1:1,h2:1 -np 2 -- "${J[@]}" --stop-at-step 6 --checkpoint-dir "$WORK/ckpt"
+  expect_eq "two-host job stopped at its checkpoint" "$(json_field "$WORK/ckpt_2hosts/summary.json" steps)" 6
+  cp -r "$WORK/ckpt" "$WORK/ckpt_b"
+  job "$WORK/resume_1host" --host h3:1 -np 1 -- --resume "$WORK/ckpt" --log-every 0 --control-bind none
+  expect_eq "checkpoint of two hosts resumed on one host = DDP" "$(sha "$WORK/resume_1host")" "$ref"
+  job "$WORK/resume_3hosts" --host h1:1,h2:1,h3:1 -np 3 -- --resume "$WORK/ckpt_b" --log-every 0 --control-bind none
+  expect_eq "checkpoint of two hosts resumed on three hosts = DDP" "$(sha "$WORK/resume_3hosts")" "$ref"
+  expect_eq "resumed on three hosts: processes" "$(json_field "$WORK/resume_3hosts/summary.json" processes)" 3
+}
+
+case_loaders() {
+  # Two jobs, each with one process on h1 and one on h2, at the same time. sim devices: the
+  # loaders do the work, the cores are not spent on training.
+  local J=(--dataset cifar10 --data-dir "$DATA" --model cnn --logical-workers 2 --batch 16 --seed 3
+           --log-every 0 --steps 600 --device sim:2500 --workers auto --control-bind none)
+  job "$WORK/jobA" --host h1:1,h2:1 -np 2 -- "${J[@]}" &
+  local a=$!
+  # Two mpiruns starting in the same instant race to create Open MPI's session folder on the
+  # head ("File exists"): B starts once A trains.
+  for _ in $(seq 300); do [[ -s $WORK/jobA/metrics.jsonl ]] && break; sleep 0.1; done
+  job "$WORK/jobB" --host h1:1,h2:1 -np 2 -- "${J[@]}" &
+  local b=$!
+  wait $a; local rca=$?
+  wait $b; local rcb=$?
+  expect_eq "job A finished" "$rca" 0
+  expect_eq "job B finished" "$rcb" 0
+  local h rank other
+  for h in h1 h2; do
+    rank=$([[ $h == h1 ]] && echo 0 || echo 1)
+    other=$([[ $h == h1 ]] && echo 1 || echo 0)
+    # The host's own coordinator, in the host's own /tmp (uid 0 while the harness needs root).
+    local log
+    log=$("$NSC" exec $h cat "/tmp/tl-coordinator-$(id -u)/coordinator.log" 2>&1)
+    local registered
+    registered=$(grep -oE '\((job[AB])-[0-9]+/[0-9]+\) registered' <<<"$log" | sed -E 's/\((job[AB])-[0-9]+\/([0-9]+)\).*/\1\/\2/' | sort | tr '\n' ' ')
+    expect_eq "$h's coordinator registered the ranks on $h, one per job" "$registered" "jobA/$rank jobB/$rank "
+    if grep -qE "\(job[AB]-[0-9]+/$other\)" <<<"$log"; then
+      fail "$h's coordinator saw a rank of another host"
+    else
+      pass "$h's coordinator saw no rank of another host"
+    fi
+    # A decision of this coordinator that splits the host's loader budget between both jobs.
+    if grep -E "budget [0-9]+ cores; job[AB]-[0-9]+/$rank [0-9]+.*; job[AB]-[0-9]+/$rank [0-9]+" <<<"$log" |
+        grep -q jobA && grep -E "budget [0-9]+ cores;.*jobB-[0-9]+/$rank" <<<"$log" | grep -q "jobA-[0-9]*/$rank"; then
+      pass "$h's coordinator balanced both jobs' ranks on $h"
+    else
+      fail "$h's coordinator balanced both jobs' ranks on $h; its log:"; echo "$log" | tail -15
+    fi
+  done
+  local pids
+  pids=$(for h in h1 h2; do "$NSC" exec $h cat "/tmp/tl-coordinator-$(id -u)/coordinator.pid"; done | sort -u | wc -l)
+  expect_eq "one coordinator per host (two pid files, different pids)" "$pids" 2
+}
+
+ctl() {  # ctl HOST ARGS...: tl-ctl run on HOST
+  local h=$1
+  shift
+  timeout -k 5 120 "$NSC" exec "$h" "$BIN/tl-ctl" "$@"
+}
+status_field() {  # OUT KEY, asked from the head
+  ctl head status "$1" --json >"$WORK/status.json" 2>&1
+  json_field "$WORK/status.json" "$2"
+}
+
+case_inplace() {
+  local J=(--dataset cifar10 --data-dir "$DATA" --model cnn --dropout 0.3 --logical-workers 4 --batch 8
+           --seed 11 --lr 0.05 --momentum 0.9 --log-every 0 --steps 160)
+  job "$WORK/reference" --host h1:1 -np 1 -- "${J[@]}" --placement 4 --control-bind none
+  local ref
+  ref=$(sha "$WORK/reference")
+  [[ ${#ref} -eq 64 ]] || { fail "reference run: no params_sha256"; finish; }
+
+  # Ranks 0 and 1 on h1, rank 2 on h2 (slots left on h2 and h3 for a grow). The control channel
+  # listens on h1's address; tl-ctl runs on the head, on h3 and on h2.
+  local out=$WORK/job
+  job "$out" --host h1:2,h2:2,h3:1 -np 3 -- "${J[@]}" --control-bind "$("$NSC" addr h1)" &
+  local jobpid=$!
+  for _ in $(seq 600); do [[ -f $out/control.json ]] && break; sleep 0.1; done
+  expect_eq "control address is h1's" "$(json_field "$out/control.json" host)" "$("$NSC" addr h1)"
+  expect_eq "status from the head: hosts" "$(status_field "$out" hosts)" "h1,h1,h2"
+  expect_eq "local ranks are per host: devices" "$(json_field "$WORK/status.json" devices)" "0,1,0"
+
+  ctl head rescale "$out" --remove-ranks 2 >"$WORK/shrink.txt" 2>&1
+  expect_eq "shrink away from h2 (tl-ctl on the head)" "$?" 0
+  expect_eq "after the shrink: hosts" "$(status_field "$out" hosts)" "h1,h1"
+
+  ctl h3 rescale "$out" --processes 3 --hosts h3:1 --placement 1,1,2 >"$WORK/grow.txt" 2>&1
+  expect_eq "grow onto the new host h3 (tl-ctl on h3)" "$?" 0
+  expect_eq "after the grow: hosts" "$(status_field "$out" hosts)" "h1,h1,h3"
+  expect_eq "after the grow: devices" "$(json_field "$WORK/status.json" devices)" "0,1,0"
+
+  ctl h2 placement "$out" 2,1,1 >"$WORK/move.txt" 2>&1
+  expect_eq "an EST moved from h3 to h1 (tl-ctl on h2)" "$?" 0
+  expect_eq "after the move: placement" "$(status_field "$out" placement)" "2,1,1"
+
+  wait $jobpid
+  expect_eq "the rescaled job finished" "$?" 0
+  expect_eq "grow, shrink and move across hosts = DDP bits" "$(sha "$out")" "$ref"
+  expect_eq "rescales recorded" "$(json_field "$out/summary.json" inplace_rescales)" 3
+  cat "$WORK/shrink.txt" "$WORK/grow.txt" "$WORK/move.txt"
+}
+
+case_link_down() {
+  local out=$WORK/job deadline=5
+  job "$out" --host h1:1,h2:1 -np 2 -- --dataset cifar10 --data-dir "$DATA" --model cnn --logical-workers 2 \
+    --batch 8 --seed 11 --log-every 1 --steps 100000 --collective-timeout $deadline --control-bind none &
+  local jobpid=$!
+  for _ in $(seq 600); do [[ -s $out/metrics.jsonl ]] && break; sleep 0.1; done
+  sleep 0.5
+  local start=$SECONDS
+  "$NSC" link-down h2
+  local seen=""
+  while ((SECONDS - start < 30)); do
+    seen=$(grep -m1 "tl-launch: error:" "$out.log")
+    [[ -n $seen ]] && break
+    sleep 0.2
+  done
+  local took=$((SECONDS - start))
+  echo "after ${took} s: $seen"
+  if [[ $seen == *"(host h2)"* && $seen == *"within $deadline s"* ]]; then
+    pass "the error names host h2 and the deadline"
+  else
+    fail "the error names host h2 and the deadline: '$seen'"
+  fi
+  # The deadline, the roll call's grace (at most half of it) and a margin for a loaded machine.
+  if ((took <= 3 * deadline)); then pass "failed within ${took} s of the link going down"; else
+    fail "failed within $((3 * deadline)) s of the link going down (took ${took} s)"; fi
+  # Open MPI's mpirun waits for h2's daemon to confirm the abort: plug the cable back in.
+  "$NSC" link-up h2
+  wait $jobpid
+  local rc=$?
+  if ((rc != 0 && rc != 124 && rc != 137)); then pass "mpirun exited with status $rc"; else
+    fail "mpirun exited with a failure status (got $rc)"; fi
+}
+
+case "$CASE" in
+  bits) case_bits ;;
+  loaders) case_loaders ;;
+  inplace) case_inplace ;;
+  link-down) case_link_down ;;
+esac
+finish
