@@ -33,7 +33,9 @@ RUN=$!
 ranks() { local m; m=$(pgrep -f "^[^ ]*mpirun .*--output-dir $OUT( |\$)" | head -1) || return 0; [ -n "$m" ] && pgrep -P "$m" || true; }
 for k in $(seq 1 "$KILLS"); do
   # A random moment: wait until the job runs and 1 to 3 s more.
-  until [ -n "$(ranks)" ] && grep -q '"type":"step"' "$OUT/metrics.jsonl" 2>/dev/null; do sleep 0.1; done
+  until [ -n "$(ranks)" ] && grep -q '"type":"step"' "$OUT/metrics.jsonl" 2>/dev/null; do
+    kill -0 $RUN 2>/dev/null || break; sleep 0.1; done
+  kill -0 $RUN 2>/dev/null || break
   sleep "$((RANDOM % 3 + 1)).$((RANDOM % 10))"
   mapfile -t pids < <(ranks)
   [ "${#pids[@]}" -gt 0 ] || continue
@@ -44,7 +46,7 @@ for k in $(seq 1 "$KILLS"); do
   until [ -z "$(ranks | grep -x "$victim")" ] && [ "$(grep -c 'restart' "$WORK/soak.log")" -ge "$k" ]; do
     kill -0 $RUN 2>/dev/null || break; sleep 0.2; done
 done
-wait $RUN
+wait $RUN || { echo "tl-run failed; see $WORK/soak.log"; exit 1; }
 GOT=$(python3 -c "import json;print(json.load(open('$OUT/summary.json'))['params_sha256'])")
 python3 - "$OUT" <<'PY'
 import json, sys

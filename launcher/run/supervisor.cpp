@@ -280,6 +280,8 @@ int supervise(const SupervisorOptions& o) {
                    o.maxRestarts, processes, (long long)history["failures"].back().value("boundary_step", int64_t(0)));
     std::fflush(stderr);
     const int64_t startStep = history["failures"].empty() ? 0 : history["failures"].back().value("boundary_step", int64_t(0));
+    // (The lost launch may have logged the step in flight: what counts is a step this one logs.)
+    const int64_t loggedBefore = launch == 0 && resume.empty() ? -1 : lastLoggedStep(outputDir);
     const pid_t pid = spawn(argv);
     const int rc = waitForMpirun(pid, o, recoveryDir, processes);
     if (rc == 0) {
@@ -293,7 +295,7 @@ int supervise(const SupervisorOptions& o) {
     }
     const FailureReport report = readFailure(recoveryDir, processes);
     if (report.candidates.empty() && rc == 2) return 2;  // bad input, already reported by tl-launch
-    if (report.candidates.empty() && lastLoggedStep(outputDir) <= startStep && launch < o.maxRestarts) {
+    if (report.candidates.empty() && lastLoggedStep(outputDir) <= loggedBefore && launch < o.maxRestarts) {
       // Lost before its first step: nothing to lose; the same start again, on as many processes.
       std::fprintf(stderr, "tl-run: the launch failed before its first step (mpirun exit status %d); starting it again\n", rc);
       json failure{{"lost_ranks", json::array()}, {"detected_by", "mpirun"}, {"reason", "lost before its first step"},
