@@ -97,6 +97,7 @@ json toJson(const JoinOffer& o) {
           {"checkpoint_dir", o.checkpointDir},
           {"checkpoint_every", o.checkpointEvery},
           {"stop_at_step", o.stopAtStep},
+          {"recovery_dir", o.recoveryDir},
           {"auto_placement", toJson(o.autoPlacement)}};
 }
 
@@ -107,6 +108,7 @@ JoinOffer joinOfferFromJson(const json& j) {
   o.checkpointDir = j.at("checkpoint_dir").get<std::string>();
   o.checkpointEvery = j.at("checkpoint_every").get<int64_t>();
   o.stopAtStep = j.at("stop_at_step").get<int64_t>();
+  o.recoveryDir = j.value("recovery_dir", std::string());
   o.autoPlacement = autoPlacementFromJson(j.at("auto_placement"));
   return o;
 }
@@ -188,6 +190,11 @@ void ElasticController::finish(const std::string& why) {
     while (auto r = server_->take()) r->reply({control::Outcome::Refused, why, ""});
     server_.reset();
   }
+}
+
+void ElasticController::annotateStatus(const std::string& key, nlohmann::json value) {
+  std::lock_guard<std::mutex> lock(statusMutex_);
+  status_[key] = std::move(value);
 }
 
 std::string ElasticController::statusJson() const {

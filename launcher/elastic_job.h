@@ -43,6 +43,7 @@ struct JoinOffer {
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
   int64_t stopAtStep = 0;
+  std::string recoveryDir;  // tl-run's: the job keeps a copy of itself for recovery (recovery_guard.h)
   AutoPlacementOptions autoPlacement;  // every member takes part in its measurements
 };
 nlohmann::json toJson(const JoinOffer& offer);
@@ -91,6 +92,8 @@ class ElasticController final : public est::StepObserver {
   // lead listens.
   void startControl(est::EstExecutor& executor);
   int rescales() const { return rescales_; }
+  // Adds `key` to what `tl-ctl status` shows (lead; e.g. the failures a recovery survived).
+  void annotateStatus(const std::string& key, nlohmann::json value);
   // --placement auto / --emulate-*: consulted at every boundary, before the lead's broadcast;
   // its moves are placement changes like tl-ctl's (launcher/auto_placement.h).
   void setAutoPlacer(AutoPlacer* placer) { autoPlacer_ = placer; }

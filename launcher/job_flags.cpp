@@ -317,6 +317,10 @@ std::vector<LaunchFlag> buildTable() {
   t.push_back(real("join-timeout", kRun,
                    "seconds a process started by an in-place grow has to get ready before the grow is given up",
                    "600", TL_FIELD(joinTimeoutSeconds), 1, 86400));
+  t.push_back(string("recovery-dir", kRun,
+                     "keep a copy of the job at every step boundary and write it here when the job is lost "
+                     "(set by tl-run)",
+                     "/tmp/out/recovery", TL_FIELD(recoveryDir)));
   t.push_back(string("resume", kRun, "continue the job checkpointed in this folder, on any number of processes",
                      "/tmp/ck", TL_FIELD(resume)));
   t.push_back(toggle(

@@ -26,6 +26,7 @@ struct LaunchOptions {
   std::string controlBind = "127.0.0.1";  // the control channel's address; "none": no channel
   int controlPort = 0;
   double joinTimeoutSeconds = 300;  // a process started by a grow must be ready by then
+  std::string recoveryDir;         // tl-run's: keep a copy of the job for recovery (empty: none)
   bool check = false;              // --check: validate the job and its paths, train nothing
   int checkProcesses = 0;          // --check: the processes the job will have (0: as launched)
   std::set<std::string> given;     // flags given on the command line

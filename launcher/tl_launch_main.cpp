@@ -28,6 +28,7 @@
 #include "launcher/launch_options.h"
 #include "launcher/loader_tuning.h"
 #include "launcher/output_paths.h"
+#include "launcher/recovery/recovery_guard.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
 #include "runtime/comm/mpi/mpi_spawn.h"
 #include "runtime/comm/nccl/nccl_communicator.h"
@@ -44,6 +45,10 @@ std::atomic<bool> gStopRequested{false};
 void onStopSignal(int) { gStopRequested.store(true); }
 
 void installStopSignal() { tl::handleSignals({SIGUSR1}, onStopSignal); }
+
+// Under tl-run: this process's copy of the job, written when the job is lost (main's catch, so
+// it outlives the unwinding of runLaunch).
+std::unique_ptr<tl::launcher::RecoveryGuard> gRecovery;
 
 int localRankFromEnvironment() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
@@ -108,15 +113,18 @@ void releaseCachedDeviceMemory() {
 struct Ending {
   bool resumed = false;
   std::string checkpointDir;
+  launcher::RecoveryGuard* recovery = nullptr;  // under tl-run: the observer run() reports to
 };
 
 int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, launcher::ElasticController& controller,
                   elastic::CheckpointPolicy& policy, train::MetricsLog& metrics, const Ending& ending) {
   using namespace tl;
   est::EstExecutor& executor = *owned;
-  train::TrainResult result = executor.run(metrics, &controller);
+  est::StepObserver* observer = ending.recovery ? static_cast<est::StepObserver*>(ending.recovery) : &controller;
+  train::TrainResult result = executor.run(metrics, observer);
   controller.finish(policy.stopped() ? "the job stopped" : "the job has finished");
   if (!executor.inJob()) {
+    if (ending.recovery) ending.recovery->leave();
     spdlog::info("this process left the job after step {}", executor.stepsDone());
     // It may have to wait for the job's end (mpirun's own processes finalize together): it
     // gives back its memory and, on a GPU, the device memory libtorch keeps cached.
@@ -144,6 +152,7 @@ int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, launcher::ElasticCon
     summary["corrupt_files_skipped"] = corruptFiles;
     summary["inplace_rescales"] = controller.rescales();
     summary["inplace_rescale_max_pause_s"] = controller.maxPauseSeconds();
+    if (ending.recovery) summary["recovery"] = ending.recovery->counts();
     if (controller.autoPlacer()) controller.autoPlacer()->addToSummary(summary);
     if (!job.outputDir.empty()) train::writeSummary(summary, job.outputDir);
     if (!job.saveModel.empty()) models::saveStateDict(executor.model(), job.saveModel);
@@ -200,10 +209,17 @@ int runJoined(comm::ParentLink& lead) {
   controller.setAutoPlacer(&placer);
   controller.apply(joined->command, *joined->executor, &lead);
   joined->retired.clear();
+  if (!joined->offer.recoveryDir.empty()) {
+    gRecovery = std::make_unique<launcher::RecoveryGuard>(joined->offer.recoveryDir, controller, *joined->executor);
+    gRecovery->watchTermination();
+  }
   Ending ending;
+  ending.recovery = gRecovery.get();
   ending.resumed = true;
   ending.checkpointDir = joined->offer.checkpointDir;
-  return trainToTheEnd(joined->executor, controller, policy, metrics, ending);
+  const int rc = trainToTheEnd(joined->executor, controller, policy, metrics, ending);
+  gRecovery.reset();
+  return rc;
 }
 
 int runLaunch(int argc, char** argv) {
@@ -278,6 +294,7 @@ int runLaunch(int argc, char** argv) {
   offer.checkpointDir = options.checkpointDir.empty() ? "" : std::filesystem::absolute(options.checkpointDir).string();
   offer.checkpointEvery = options.checkpointEvery;
   offer.stopAtStep = options.stopAtStep;
+  if (!options.recoveryDir.empty()) offer.recoveryDir = std::filesystem::absolute(options.recoveryDir).string();
   offer.autoPlacement = options.autoPlacement;
   elastic::CheckpointPolicy policy(policyOptions(offer));
   std::unique_ptr<launcher::CoordinatorTuner> tuner;
@@ -304,10 +321,22 @@ int runLaunch(int argc, char** argv) {
   controller.setAutoPlacer(&placer);
   executor->setEmulatedSlowdown(options.autoPlacement.slowdownFor(membership.host->rank(), executor->stepsDone()));
   controller.startControl(*executor);
+  if (!offer.recoveryDir.empty()) {
+    failed = launcher::prepareOnAllRanks(executor->comm(), kProgram, [&] {
+      gRecovery = std::make_unique<launcher::RecoveryGuard>(offer.recoveryDir, controller, *executor);
+    });
+    if (failed) return failed;
+    gRecovery->setMetrics(lead ? &metrics : nullptr);
+    gRecovery->start(*executor);
+    gRecovery->watchTermination();
+    if (lead) gRecovery->setStatusSink([&controller](const nlohmann::json& c) { controller.annotateStatus("recovery", c); });
+  }
   Ending ending;
   ending.resumed = resumed;
   ending.checkpointDir = options.checkpointDir;
+  ending.recovery = gRecovery.get();
   const int rc = trainToTheEnd(executor, controller, policy, metrics, ending);
+  gRecovery.reset();
   tuner.reset();
   return rc;
 }
@@ -343,7 +372,14 @@ int main(int argc, char** argv) {
   } catch (const tl::InputError& e) {
     tl::launcher::printError(kProgram, e.what());
     tl::comm::MpiSession::abortJob(2);
+  } catch (const tl::TimeoutError& e) {
+    // A hung (or lost) member: this one survives it; tl-run resumes from the copies.
+    if (gRecovery) gRecovery->writeCandidate(e.what(), tl::launcher::ranksNamedByTimeout(e.what()));
+    tl::launcher::printError(kProgram, e.what());
+    tl::comm::MpiSession::abortJob(1);
   } catch (const std::exception& e) {
+    // Its own failure: this rank counts as lost, but its copy of the last boundary is sound.
+    if (gRecovery) gRecovery->writeCandidate(std::string("failed: ") + e.what(), {gRecovery->rank()});
     tl::launcher::printError(kProgram, e.what());
     tl::comm::MpiSession::abortJob(1);
   }

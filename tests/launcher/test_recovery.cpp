@@ -1,0 +1,234 @@
+// Surviving lost ranks end to end: tl-run over real mpirun and tl-launch; ranks are killed
+// (SIGKILL) or stopped (SIGSTOP) at random steps, chosen by a seed that is printed (set
+// TL_TEST_SEED to repeat one), and the job must end on the bits of an uninterrupted run.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "tests/support/run_command.h"
+
+namespace {
+
+using tl::testing::freshDir;
+using tl::testing::runCommand;
+using tl::testing::slurp;
+using json = nlohmann::json;
+
+std::string gDataDir;
+constexpr int kSteps = 64;
+
+std::string jobFlags() {
+  return std::string(" --dataset cifar10 --data-dir ") + gDataDir +
+         " --model cnn --logical-workers 4 --batch 8 --seed 5 --log-every 0 --steps " + std::to_string(kSteps);
+}
+
+std::string tlRun(int np, int maxRestarts, double hangTimeout, const std::string& out,
+                  const std::string& more = "") {
+  return std::string(TL_RUN_BIN) + " --np " + std::to_string(np) + " --max-restarts " + std::to_string(maxRestarts) +
+         " --hang-timeout " + std::to_string(hangTimeout) + " --mpirun " + TL_MPIEXEC +
+         " --mpirun-args --oversubscribe --launch " + TL_LAUNCH_BIN + " --" + jobFlags() + " --output-dir " + out + more;
+}
+
+unsigned testSeed() {
+  if (const char* s = std::getenv("TL_TEST_SEED")) return unsigned(std::stoul(s));
+  return unsigned(std::random_device{}());
+}
+
+std::vector<json> records(const std::string& out, const std::string& type) {
+  std::vector<json> found;
+  std::ifstream in(out + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"type\":\"" + type + "\"") == std::string::npos) continue;
+    found.push_back(json::parse(line));
+  }
+  return found;
+}
+
+int64_t lastStep(const std::string& out) {
+  int64_t last = -1;
+  for (const json& r : records(out, "step")) last = std::max(last, r.value("step", int64_t(-1)));
+  return last;
+}
+
+// The tl-launch processes of the job writing to `out` (mpirun's children, not mpirun).
+std::vector<pid_t> rankProcesses(const std::string& out) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = slurp(entry.path().string() + "/cmdline");
+    const std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (argv0 == TL_LAUNCH_BIN && cmdline.find(out + " ") != std::string::npos) pids.push_back(pid_t(std::stoi(name)));
+  }
+  std::sort(pids.begin(), pids.end());
+  return pids;
+}
+
+bool waitUntil(const std::function<bool()>& done, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+double unixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Signals a random rank of the running launch once the job has passed `step` and runs on
+// `processes` processes; returns the time it was sent.
+double signalRankAfter(const std::string& out, int64_t step, int processes, int signal, std::mt19937& rng) {
+  EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= step && int(rankProcesses(out).size()) == processes; }, 120))
+      << "the job did not reach step " << step << " on " << processes << " processes";
+  const auto pids = rankProcesses(out);
+  if (pids.empty()) return 0;
+  const pid_t victim = pids[std::uniform_int_distribution<size_t>(0, pids.size() - 1)(rng)];
+  ::kill(victim, signal);
+  std::cout << "signal " << signal << " to pid " << victim << " after step " << lastStep(out) << std::endl;
+  return unixNow();
+}
+
+class Recovery : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string error;
+    gDataDir = tl::testing::makeSyntheticCifar("recovery_data", 256, 32, 4, &error);
+    ASSERT_EQ(error, "");
+    const std::string ref = freshDir("recovery_reference");
+    auto run = runCommand(tl::testing::mpirunPrefix(2) + TL_LAUNCH_BIN + jobFlags() + " --output-dir " + ref, 300, ref);
+    ASSERT_EQ(run.exitCode, 0) << run.err;
+    referenceHash() = json::parse(slurp(ref + "/summary.json"))["params_sha256"];
+  }
+  static std::string& referenceHash() {
+    static std::string hash;
+    return hash;
+  }
+};
+
+// Three ranks killed in one run, at random steps, one of them right after a periodic checkpoint
+// step (the lead is writing it): 4 -> 3 -> 2 -> 1 processes, the uninterrupted bits.
+TEST_F(Recovery, RandomKillsEndOnTheUninterruptedBits) {
+  const unsigned seed = testSeed();
+  std::cout << "seed " << seed << " (TL_TEST_SEED=" << seed << " repeats it)" << std::endl;
+  RecordProperty("seed", std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::string out = freshDir("recovery_kills");
+  tl::testing::CommandResult result;
+  std::thread job([&] { result = runCommand(tlRun(4, 3, 10, out, " --checkpoint-every 8"), 300, freshDir("recovery_kills_cmd")); });
+  auto between = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
+  signalRankAfter(out, between(3, 12), 4, SIGKILL, rng);
+  // tl-ctl status shows the recovery.
+  EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= 16 && int(rankProcesses(out).size()) == 3; }, 120));
+  const auto status = runCommand(std::string(TL_CTL_BIN) + " status " + out + " --json", 60, freshDir("recovery_status"));
+  ASSERT_EQ(status.exitCode, 0) << status.err;
+  const json counts = json::parse(status.out)["recovery"];
+  EXPECT_EQ(counts["failures"], 1) << status.out;
+  EXPECT_EQ(counts["recoveries"], 1) << status.out;
+  EXPECT_EQ(counts["last_failure"]["processes_after"], 3) << status.out;
+  signalRankAfter(out, between(18, 28), 3, SIGKILL, rng);
+  // The lead writes a checkpoint at every 8th boundary: a kill as it starts.
+  const int64_t ck = 8 * between(4, 5);
+  EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= ck - 1 && int(rankProcesses(out).size()) == 2; }, 120));
+  EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= ck; }, 60));
+  const auto pids = rankProcesses(out);
+  if (!pids.empty()) ::kill(pids[std::uniform_int_distribution<size_t>(0, pids.size() - 1)(rng)], SIGKILL);
+  job.join();
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  const json summary = json::parse(slurp(out + "/summary.json"));
+  EXPECT_EQ(summary["params_sha256"], referenceHash()) << "seed " << seed;
+  EXPECT_EQ(summary["processes"], 1);
+  EXPECT_EQ(summary["recovery"]["failures"], 3);
+  EXPECT_EQ(summary["recovery"]["recoveries"], 3);
+  const auto failures = records(out, "failure");
+  const auto recoveries = records(out, "recovery");
+  ASSERT_EQ(failures.size(), 3u);
+  ASSERT_EQ(recoveries.size(), 3u);
+  for (size_t i = 0; i < failures.size(); ++i) {
+    EXPECT_EQ(failures[i]["lost_ranks"].size(), 1u);
+    EXPECT_EQ(failures[i]["processes_before"].get<int>(), 4 - int(i));
+    EXPECT_EQ(failures[i]["processes_after"].get<int>(), 3 - int(i));
+    EXPECT_LE(failures[i]["steps_recomputed"].get<int>(), 1) << "at most the step in flight";
+    EXPECT_GT(recoveries[i]["recovery_s"].get<double>(), 0);
+    EXPECT_LT(recoveries[i]["recovery_s"].get<double>(), 60);
+  }
+}
+
+// A stopped rank is found by the hang timeout; with --max-restarts 1 the second loss ends the
+// job with an error naming a checkpoint that is whole: resuming it by hand gives the same bits.
+TEST_F(Recovery, HungRankIsDetectedAndOneLossTooManyNamesAGoodCheckpoint) {
+  const unsigned seed = testSeed();
+  std::cout << "seed " << seed << " (TL_TEST_SEED=" << seed << " repeats it)" << std::endl;
+  std::mt19937 rng(seed);
+  const std::string out = freshDir("recovery_hang");
+  constexpr double kHang = 3;
+  tl::testing::CommandResult result;
+  std::thread job([&] { result = runCommand(tlRun(3, 1, kHang, out), 300, freshDir("recovery_hang_cmd")); });
+  const double stoppedAt = signalRankAfter(out, std::uniform_int_distribution<int>(3, 15)(rng), 3, SIGSTOP, rng);
+  signalRankAfter(out, std::uniform_int_distribution<int>(25, 40)(rng), 2, SIGKILL, rng);
+  job.join();
+  ASSERT_EQ(result.exitCode, 1) << result.err;
+  const auto failures = records(out, "failure");
+  ASSERT_GE(failures.size(), 1u);
+  EXPECT_EQ(failures[0]["detected_by"], "hang-timeout");
+  const double detectedAt = failures[0]["failed_at"].get<double>() + failures[0]["detection_s"].get<double>();
+  EXPECT_LT(detectedAt - stoppedAt, kHang + 5) << "the hang timeout plus a few seconds";
+  // One clear final error naming where to go on from.
+  const std::string err = result.err;
+  const auto at = err.find("the last good checkpoint is ");
+  ASSERT_NE(at, std::string::npos) << err;
+  EXPECT_NE(err.find("more than --max-restarts 1"), std::string::npos) << err;
+  std::string good = err.substr(at + std::string("the last good checkpoint is ").size());
+  good = good.substr(0, good.find(' '));
+  const std::string resumed = freshDir("recovery_hang_resumed");
+  auto run = runCommand(tl::testing::mpirunPrefix(2) + TL_LAUNCH_BIN + " --resume " + good + " --output-dir " + resumed,
+                        300, resumed);
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_EQ(json::parse(slurp(resumed + "/summary.json"))["params_sha256"], referenceHash()) << "seed " << seed;
+}
+
+}  // namespace
+
+namespace {
+
+// A rank killed as the job shrinks in place (tl-ctl rescale 3 -> 2 at a boundary the kill
+// follows at once): the copies were taken before the layout change, and the job still ends on
+// the uninterrupted bits.
+TEST_F(Recovery, KillAroundAnInPlaceShrink) {
+  const unsigned seed = testSeed();
+  std::cout << "seed " << seed << " (TL_TEST_SEED=" << seed << " repeats it)" << std::endl;
+  std::mt19937 rng(seed);
+  const std::string out = freshDir("recovery_shrink");
+  tl::testing::CommandResult result;
+  std::thread job([&] { result = runCommand(tlRun(3, 2, 10, out), 300, freshDir("recovery_shrink_cmd")); });
+  ASSERT_TRUE(waitUntil([&] { return lastStep(out) >= 4 && int(rankProcesses(out).size()) == 3; }, 120));
+  const int64_t at = lastStep(out) + std::uniform_int_distribution<int>(4, 8)(rng);
+  tl::testing::CommandResult shrink;
+  std::thread ctl([&] {
+    shrink = runCommand(std::string(TL_CTL_BIN) + " rescale " + out + " --processes 2 --at-step " + std::to_string(at), 120,
+                        freshDir("recovery_shrink_ctl"));
+  });
+  signalRankAfter(out, at, 3, SIGKILL, rng);
+  ctl.join();
+  job.join();
+  std::cout << "tl-ctl rescale: exit " << shrink.exitCode << " " << shrink.out << shrink.err << std::endl;
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  const json summary = json::parse(slurp(out + "/summary.json"));
+  EXPECT_EQ(summary["params_sha256"], referenceHash()) << "seed " << seed;
+  EXPECT_EQ(summary["recovery"]["failures"], 1);
+  EXPECT_EQ(records(out, "failure").size(), 1u);
+}
+
+}  // namespace
