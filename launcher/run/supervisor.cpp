@@ -92,33 +92,43 @@ json membersOf(const FailureReport& report) {
   return json::array();
 }
 
-// A process of this host that has not ended (a zombie has).
-bool running(pid_t pid) {
+// The state letter of a process of this host ('Z' zombie, 'T' stopped, 0 when it is gone).
+char processState(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
-  if (!std::getline(stat, line)) return false;
+  if (!std::getline(stat, line)) return 0;
   const size_t paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : 0;
 }
 
-// Ranks of this host named lost (a SIGSTOPped one) are killed; the job is down once no other
-// rank of this host runs and every rank elsewhere wrote its copy or was named lost (or the grace
-// is over).
+// A process of this host that has not ended (a zombie has).
+bool running(pid_t pid) {
+  const char state = processState(pid);
+  return state != 0 && state != 'Z';
+}
+
+// The job is down once no rank of this host runs and every rank elsewhere wrote its copy, was
+// named missing, or is past the grace. A rank named missing that wrote no copy is waited for up
+// to the partition grace (min of kill grace and hang timeout): across a network partition each
+// side names the other, and both sides write their copies; a stopped rank of this host (a
+// hang) is SIGKILLed at once, a running one after the grace.
 bool jobIsDown(const FailureReport& report, const SupervisorOptions& o, double sinceFirstCopy) {
   const json members = membersOf(report);
   const std::string here = hostName();
+  const bool partitionGraceOver = sinceFirstCopy > std::min(o.killGraceSeconds, o.hangTimeoutSeconds);
   bool localRunning = false, remoteOpen = false;
   for (const auto& m : members) {
     const int r = m.value("rank", -1);
-    const bool lost = std::find(report.namedMissing.begin(), report.namedMissing.end(), r) != report.namedMissing.end();
+    const bool named = std::find(report.namedMissing.begin(), report.namedMissing.end(), r) != report.namedMissing.end();
     const bool wrote = std::find(report.wrote.begin(), report.wrote.end(), r) != report.wrote.end();
     if (m.value("host", "") != here) {
-      remoteOpen |= !lost && !wrote;
+      remoteOpen |= !wrote && (!named || !partitionGraceOver);
       continue;
     }
     const pid_t pid = pid_t(m.value("pid", int64_t(0)));
     if (pid <= 1 || !running(pid)) continue;
-    if (lost) ::kill(pid, SIGKILL);
+    const char state = processState(pid);
+    if (named && !wrote && (state == 'T' || state == 't' || partitionGraceOver)) ::kill(pid, SIGKILL);
     localRunning = true;
   }
   return !localRunning && (!remoteOpen || sinceFirstCopy > o.killGraceSeconds);
@@ -214,12 +224,28 @@ FailureReport readFailure(const std::string& recoveryDir, int processes) {
     return a.step() != b.step() ? a.step() > b.step() : a.rank < b.rank;
   });
   report.namedMissing.assign(missing.begin(), missing.end());
+  // Copies may disagree on who is missing: across a network partition each side names the
+  // other. The view trusted is the one the most writers share (writers it does not name), ties
+  // to the lowest-ranked writer's, the lead's side.
+  std::set<int> trusted;
+  size_t support = 0;
+  for (int w : wrote) {  // ascending ranks
+    const auto& c = *std::find_if(report.candidates.begin(), report.candidates.end(),
+                                  [&](const Candidate& x) { return x.rank == w; });
+    const std::vector<int> named = c.info.value("missing_ranks", std::vector<int>{});
+    const std::set<int> view(named.begin(), named.end());
+    const size_t n = size_t(std::count_if(wrote.begin(), wrote.end(), [&](int r) { return !view.count(r); }));
+    if (n > support) {
+      support = n;
+      trusted = view;
+    }
+  }
   // An in-place grow may have made the job larger than its launch.
   if (!wrote.empty()) processes = std::max(processes, *wrote.rbegin() + 1);
   if (!missing.empty()) processes = std::max(processes, *missing.rbegin() + 1);
   for (int r = 0; r < processes; ++r) {
     report.accountedFor += wrote.count(r) || missing.count(r);
-    if (wrote.count(r) && !missing.count(r)) ++report.survivors;
+    if (wrote.count(r) && !trusted.count(r)) ++report.survivors;
     else report.lostRanks.push_back(r);
   }
   const json members = membersOf(report);

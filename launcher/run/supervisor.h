@@ -39,10 +39,10 @@ struct Candidate {
 // What a failed launch left: the copies, and who was lost.
 struct FailureReport {
   std::vector<Candidate> candidates;
-  std::vector<int> lostRanks;        // ranks of the launch that wrote no copy or were named missing
+  std::vector<int> lostRanks;        // ranks that wrote no copy or are missing in the trusted view
   std::vector<std::string> lostHosts;  // hosts none of whose ranks survived
   std::vector<int> wrote;         // ranks that wrote a copy
-  std::vector<int> namedMissing;  // ranks a timed-out collective named (hung or dead)
+  std::vector<int> namedMissing;  // ranks some copy's timed-out collective named (hung, dead, cut off)
   int survivors = 0;
   int accountedFor = 0;  // ranks that wrote a copy or were named missing: all of them once the job is down
 };

@@ -14,17 +14,21 @@
 #              hosts; the DDP bits at the end
 #   link-down  a host's link goes down mid-step: the job fails within its collective deadline
 #              naming that host
+#   recovery   tl-run on hosts h1:2,h2:2,h3:2 with 4 processes (h1 and h2 used) loses h2
+#              mid-run, once with every process of h2 (its Open MPI daemon included) SIGKILLed
+#              and once with h2's link down; tl-run starts the job again without h2, on h1 and
+#              h3, 4 processes, and it ends on the DDP bits
 set -uo pipefail
 
-readonly CASE=${1:?usage: cluster_test.sh bits|loaders|inplace|link-down BIN_DIR}
+readonly CASE=${1:?usage: cluster_test.sh bits|loaders|inplace|link-down|recovery BIN_DIR}
 readonly BIN=$(cd "${2:?usage: cluster_test.sh CASE BIN_DIR}" && pwd)
 readonly HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 readonly NSC=$HERE/nscluster.sh
 
 case "$CASE" in
-  bits | inplace) HOSTS=3 ;;
+  bits | inplace | recovery) HOSTS=3 ;;
   loaders | link-down) HOSTS=2 ;;
-  *) echo "unknown case '$CASE' (bits, loaders, inplace, link-down)" >&2; exit 2 ;;
+  *) echo "unknown case '$CASE' (bits, loaders, inplace, link-down, recovery)" >&2; exit 2 ;;
 esac
 
 if ! why=$("$NSC" check); then
@@ -232,7 +236,66 @@ case_link_down() {
     fail "mpirun exited with a failure status (got $rc)"; fi
 }
 
+case_recovery() {
+  local J=(--dataset cifar10 --data-dir "$DATA" --model cnn --dropout 0.3 --logical-workers 4 --batch 8
+           --seed 11 --lr 0.05 --momentum 0.9 --steps 80 --control-bind none)
+  job "$WORK/reference" --host h1:1 -np 1 -- "${J[@]}" --placement 4 --log-every 0
+  local ref
+  ref=$(sha "$WORK/reference")
+  [[ ${#ref} -eq 64 ]] || { fail "reference run: no params_sha256"; finish; }
+
+  # tl-run's mpirun is the cluster's (on the head, over TCP); mpirun fills h1 then h2.
+  local wrapper=$WORK/cluster-mpirun
+  printf '#!/bin/sh\nexec "%s" mpirun "$@"\n' "$NSC" >"$wrapper" && chmod +x "$wrapper"
+  recover_from "$WORK/killed" killed
+  # Same again, but h2's cable is pulled: nothing dies, the survivors' collectives time out.
+  recover_from "$WORK/unplugged" unplugged
+}
+
+# recover_from OUT HOW: a tl-run job on h1:2,h2:2,h3:2 (4 processes: h1 and h2) loses h2 after
+# step 10, HOW = killed (every process of h2, its Open MPI daemon included, SIGKILLed) or
+# unplugged (its link down); tl-run must start it again on h1 and h3 and end on the DDP bits.
+recover_from() {
+  local out=$1 how=$2
+  timeout -k 5 200 "$BIN/tl-run" --np 4 --hosts h1:2,h2:2,h3:2 --max-restarts 2 --hang-timeout 4 \
+    --kill-grace 5 --mpirun "$wrapper" --launch "$BIN/tl-launch" -- "${J[@]}" --log-every 1 \
+    --output-dir "$out" >"$out.log" 2>&1 &
+  local runpid=$!
+  local step=-1
+  for _ in $(seq 900); do
+    step=$(grep '"type":"step"' "$out/metrics.jsonl" 2>/dev/null | grep -o '"step":[0-9]*' | tail -1 | cut -d: -f2)
+    [[ -n $step && $step -ge 10 ]] && break
+    sleep 0.1
+  done
+  echo "h2 is $how after step ${step:-none}"
+  if [[ $how == killed ]]; then
+    local victims
+    victims=$(ip netns pids "$NSC_PREFIX-h2" | tr '\n' ' ')
+    [[ -n $victims ]] || fail "$how: h2 runs processes of the job before it goes down"
+    kill -KILL $victims 2>/dev/null
+  else
+    "$NSC" link-down h2
+  fi
+  wait $runpid
+  local rc=$?
+  echo "--- tl-run's log:"; grep -E '^tl-run' "$out.log"
+  expect_eq "$how: tl-run finished the job after losing h2" "$rc" 0
+  expect_eq "$how: a lost host does not change the bits" "$(sha "$out")" "$ref"
+  local failure
+  failure=$(grep -m1 '"type":"failure"' "$out/metrics.jsonl")
+  python3 - "$failure" <<'PY' && pass "$how: the failure record names host h2 and ranks 2,3; 4 processes after it" ||
+import json, sys
+f = json.loads(sys.argv[1])
+ok = f.get("lost_hosts") == ["h2"] and sorted(f.get("lost_ranks", [])) == [2, 3] and f.get("processes_after") == 4
+print(json.dumps({k: f.get(k) for k in ("lost_hosts", "lost_ranks", "detected_by", "processes_before", "processes_after")}))
+sys.exit(0 if ok else 1)
+PY
+    fail "$how: the failure record names host h2 and ranks 2,3; 4 processes after it: $failure"
+  expect_eq "$how: tl-run restarted once, on 4 processes" "$(grep -c '^tl-run: restart 1 of at most 2: 4 processes' "$out.log")" 1
+}
+
 case "$CASE" in
+  recovery) case_recovery ;;
   bits) case_bits ;;
   loaders) case_loaders ;;
   inplace) case_inplace ;;
