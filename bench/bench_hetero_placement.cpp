@@ -28,34 +28,6 @@ std::string jobFlags(const std::string& data) {
          " --workers 1 --log-every 0 --control-bind none --steps " + std::to_string(kSteps);
 }
 
-std::vector<nlohmann::json> records(const std::string& dir, const std::string& type) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(dir + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line);
-    if (j["type"] == type) out.push_back(j);
-  }
-  return out;
-}
-
-std::map<int, double> stepEnds(const std::string& dir) {
-  std::map<int, double> out;
-  for (const auto& j : records(dir, "step")) out[j["step"].get<int>()] = j["time"].get<double>();
-  return out;
-}
-
-// Median step time over steps first..last.
-double medianStep(const std::map<int, double>& ends, int first, int last) {
-  std::vector<double> d;
-  for (int s = first; s <= last; ++s) {
-    auto a = ends.find(s - 1), b = ends.find(s);
-    if (a != ends.end() && b != ends.end()) d.push_back(b->second - a->second);
-  }
-  if (d.empty()) return 0;
-  std::sort(d.begin(), d.end());
-  return d[d.size() / 2];
-}
-
 std::string run(const std::string& root, const std::string& name, const std::string& data, const std::string& flags) {
   const std::string out = root + "/" + name;
   runOrDie(mpirun(3) + binDir() + "/tl-launch" + jobFlags(data) + flags + " --output-dir " + out + " >" + out +
@@ -66,7 +38,7 @@ std::string run(const std::string& root, const std::string& name, const std::str
 // The step after which the last move happened (0: none).
 int lastMove(const std::string& dir) {
   int step = 0;
-  for (const auto& r : records(dir, "rescale")) step = r["step"].get<int>();
+  for (const auto& r : metricsRecords(dir, "rescale")) step = r["step"].get<int>();
   return step;
 }
 
@@ -94,7 +66,7 @@ int main() {
     const double evenStep = medianStep(stepEnds(even), 5, kSteps);
     const int settled = lastMove(autoRun) + 2;
     const double autoStep = medianStep(stepEnds(autoRun), settled, kSteps);
-    const auto plans = records(autoRun, "plan");
+    const auto plans = metricsRecords(autoRun, "plan");
     if (plans.empty()) {
       std::fprintf(stderr, "benchmark: the auto run made no plan (see %s.log)\n", autoRun.c_str());
       return 1;
@@ -114,7 +86,7 @@ int main() {
                               " --placement auto --replan-window 5 --replan-hold 10 --emulate-slowdown 1,1,2"
                               " --emulate-slowdown-at " + std::to_string(kAt) + ":2,1,2");
   const auto ends = stepEnds(mid);
-  const auto moves = records(mid, "rescale");
+  const auto moves = metricsRecords(mid, "rescale");
   const nlohmann::json* replan = nullptr;
   for (const auto& m : moves)
     if (m["step"].get<int>() > kAt) replan = &m;

@@ -27,39 +27,6 @@ std::string jobFlags(const std::string& data, int steps) {
          " --log-every 0 --steps " + std::to_string(steps);
 }
 
-// End time of each step, by step number, from <dir>/metrics.jsonl.
-std::map<int, double> stepEnds(const std::string& dir) {
-  std::map<int, double> out;
-  std::ifstream in(dir + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line);
-    if (j["type"] == "step") out[j["step"].get<int>()] = j["time"].get<double>();
-  }
-  return out;
-}
-
-std::vector<nlohmann::json> events(const std::string& dir) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(dir + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line);
-    if (j["type"] == "rescale") out.push_back(j);
-  }
-  return out;
-}
-
-// Median duration of steps first..last (each from the previous step's end).
-double medianStep(const std::map<int, double>& ends, int first, int last) {
-  std::vector<double> d;
-  for (int s = first; s <= last; ++s) {
-    auto a = ends.find(s - 1), b = ends.find(s);
-    if (a != ends.end() && b != ends.end()) d.push_back(b->second - a->second);
-  }
-  if (d.empty()) return 0;
-  std::sort(d.begin(), d.end());
-  return d[d.size() / 2];
-}
-
 pid_t startJob(const std::string& cmd) {
   const std::string shell = "exec " + cmd;
   const char* argv[] = {"/bin/sh", "-c", shell.c_str(), nullptr};
@@ -145,7 +112,7 @@ int main() {
   }
   waitOk(job, "the in-place job");
   const auto ends = stepEnds(out);
-  const auto ev = events(out);
+  const auto ev = metricsRecords(out, "rescale");
   if (ev.size() != requests) {
     std::fprintf(stderr, "benchmark: expected %zu rescale events, got %zu\n", requests, ev.size());
     return 1;

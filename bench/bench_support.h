@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -56,6 +57,36 @@ inline double medianStepSeconds(const std::string& dir, size_t skip) {
   auto t = stepTimes(dir);
   std::vector<double> d;
   for (size_t i = std::max<size_t>(skip, 1); i < t.size(); ++i) d.push_back(t[i] - t[i - 1]);
+  if (d.empty()) return 0;
+  std::sort(d.begin(), d.end());
+  return d[d.size() / 2];
+}
+
+// The records of one type ("step", "rescale", "plan", ...) in <dir>/metrics.jsonl, in order.
+inline std::vector<nlohmann::json> metricsRecords(const std::string& dir, const std::string& type) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(dir + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j["type"] == type) out.push_back(j);
+  }
+  return out;
+}
+
+// End time of each step, by step number (a recomputed step: its last record).
+inline std::map<int, double> stepEnds(const std::string& dir) {
+  std::map<int, double> out;
+  for (const auto& j : metricsRecords(dir, "step")) out[j["step"].get<int>()] = j["time"].get<double>();
+  return out;
+}
+
+// Median duration of steps first..last, each from the previous step's end.
+inline double medianStep(const std::map<int, double>& ends, int first, int last) {
+  std::vector<double> d;
+  for (int s = first; s <= last; ++s) {
+    auto a = ends.find(s - 1), b = ends.find(s);
+    if (a != ends.end() && b != ends.end()) d.push_back(b->second - a->second);
+  }
   if (d.empty()) return 0;
   std::sort(d.begin(), d.end());
   return d[d.size() / 2];

@@ -8,6 +8,7 @@
 
 #include "common/check.h"
 #include "est/planner/placement_planner.h"
+#include "launcher/layout_text.h"
 
 namespace tl::launcher {
 namespace {
@@ -16,18 +17,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t m = v.size() / 2;
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
-std::string joinInts(const std::vector<int>& v) {
-  std::string s;
-  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-  return s;
-}
-
-std::vector<int> countsOf(const est::Placement& p) {
-  std::vector<int> c;
-  for (int r = 0; r < p.processes(); ++r) c.push_back(p.count(r));
-  return c;
 }
 
 double nowSeconds() {
@@ -110,7 +99,7 @@ std::optional<std::vector<int>> AutoPlacer::decide(int64_t stepsDone, est::EstEx
     decision = "keep: a process has no measurement (it holds no EST)";
   } else {
     try {
-      const est::PlacementPlan plan = est::planPlacement(speeds, executor.placement().logicalWorkers(), 1, current);
+      const est::PlacementPlan plan = est::planPlacement(speeds, executor.placement().logicalWorkers(), 1, current, options_.minGain / 4);
       const double now = est::predictedStepSeconds(current, speeds);
       const double gain = now / plan.stepSeconds - 1;
       record["plan"] = joinInts(plan.counts);
@@ -125,6 +114,11 @@ std::optional<std::vector<int>> AutoPlacer::decide(int64_t stepsDone, est::EstEx
                        options_.minGain * 100, " %");
       } else if (lastMove_ >= 0 && stepsDone - lastMove_ < options_.holdSteps) {
         decision = str("hold: the last move was at step ", lastMove_, ", --replan-hold ", options_.holdSteps);
+      } else if (pending_ != plan.counts) {
+        // One window can be a transient (the machine busy elsewhere): a move waits until the
+        // next window plans the same.
+        decision = "confirm: the next window must plan the same before ESTs move";
+        pending_ = plan.counts;
       } else {
         decision = "move";
         target = plan.counts;
@@ -133,6 +127,7 @@ std::optional<std::vector<int>> AutoPlacer::decide(int64_t stepsDone, est::EstEx
       decision = str("keep: ", e.what());
     }
   }
+  if (decision.rfind("confirm", 0) != 0) pending_.clear();
   record["decision"] = decision;
   std::string seconds;
   for (double x : t) seconds += str(seconds.empty() ? "" : " ", int(x * 1e5) / 100.0);

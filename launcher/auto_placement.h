@@ -58,6 +58,7 @@ class AutoPlacer {
   int64_t layoutSince_ = -1;      // the boundary it started at
   std::vector<Sample> samples_;   // lead: measurements on `layout_`
   int64_t lastMove_ = -1;         // lead: the boundary of the last move (-1: none)
+  std::vector<int> pending_;      // lead: the plan of the last window, when it asked for a move
   int replans_ = 0;
   mutable std::mutex mutex_;
   nlohmann::json last_ = nlohmann::json::object();

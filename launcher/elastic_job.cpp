@@ -15,6 +15,7 @@
 
 #include "common/check.h"
 #include "est/executor_builder.h"
+#include "launcher/layout_text.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
 #include "runtime/comm/nccl/nccl_communicator.h"
 
@@ -30,18 +31,6 @@ std::string hostName() {
   char name[256] = {};
   if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
   return name;
-}
-
-std::string joinInts(const std::vector<int>& v) {
-  std::string s;
-  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-  return s;
-}
-
-std::vector<int> countsOf(const est::Placement& p) {
-  std::vector<int> c;
-  for (int r = 0; r < p.processes(); ++r) c.push_back(p.count(r));
-  return c;
 }
 
 std::string absolutePath(const std::string& path) {

@@ -44,10 +44,11 @@ int estsMoved(const std::vector<int>& from, const std::vector<int>& to) {
 }
 
 PlacementPlan planPlacement(const std::vector<ProcessSpeed>& processes, int logicalWorkers, int minimumPerProcess,
-                            const std::vector<int>& current) {
+                            const std::vector<int>& current, double slack) {
   const int64_t n = logicalWorkers;
   const size_t p = processes.size();
   TL_REQUIRE(p >= 1, "placement planner: no processes");
+  TL_REQUIRE(std::isfinite(slack) && slack >= 0, "placement planner: slack must be >= 0, got ", slack);
   TL_REQUIRE(current.empty() || current.size() == p, "placement planner: the current placement has ",
              current.size(), " entries for ", p, " processes");
   TL_REQUIRE(n >= 1, "placement planner: the job needs at least one logical worker, got ", n);
@@ -99,8 +100,12 @@ PlacementPlan planPlacement(const std::vector<ProcessSpeed>& processes, int logi
   // reach it. Start from the current placement clipped to the bounds (an empty one: the
   // minimum), then add ESTs where they finish earliest and take surplus back where it finishes
   // last, preferring ESTs that would arrive over ESTs that are already there.
+  // Within `slack` of the least makespan, a placement that moves fewer ESTs is as good: measured
+  // speeds are noisy, and a plan that wins by noise alone should not move ESTs.
+  size_t bound = lo;
+  while (bound + 1 < candidates.size() && candidates[bound + 1] <= candidates[lo] * (1 + slack)) ++bound;
   std::vector<int64_t> upper(p, 0);
-  counts(candidates[lo], &upper);
+  counts(candidates[bound], &upper);
   std::vector<int64_t> k(p, 0), now(p, 0);
   for (size_t g = 0; g < p; ++g) {
     now[g] = current.empty() ? 0 : current[g];

@@ -30,13 +30,15 @@ struct PlacementPlan {
 
 // The best placement of `logicalWorkers` ESTs over the processes; every process gets at least
 // `minimumPerProcess` (1 in a running job: a process without an EST cannot be measured).
-// Among the placements with the least makespan it returns one that moves the fewest ESTs away
-// from `current` (ESTs per process now; empty: none yet, then the load is spread as evenly as
-// the speeds allow), so a re-plan never moves more than it must. InputError when the input is
-// invalid (naming the process and the value) or when the memory limits cannot hold N ESTs.
-// Ties are broken deterministically (same input, same plan).
+// Among the placements whose makespan is within `slack` (a fraction) of the least, it returns
+// one that moves the fewest ESTs away from `current` (ESTs per process now; empty: none yet,
+// then the load is spread as evenly as the speeds allow), so a re-plan never moves more than it
+// must, nor for a difference smaller than the measurements' noise. With slack 0 the makespan
+// is the least. InputError when the input is invalid (naming the process and the value) or
+// when the memory limits cannot hold N ESTs. Deterministic (same input, same plan).
 PlacementPlan planPlacement(const std::vector<ProcessSpeed>& processes, int logicalWorkers,
-                            int minimumPerProcess = 1, const std::vector<int>& current = {});
+                            int minimumPerProcess = 1, const std::vector<int>& current = {},
+                            double slack = 0);
 
 // ESTs that change process going from `from` to `to` (the sum of the increases).
 int estsMoved(const std::vector<int>& from, const std::vector<int>& to);

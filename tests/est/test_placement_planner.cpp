@@ -75,7 +75,8 @@ TEST(PlacementPlanner, MatchesExhaustiveSearchOnRandomCases) {
   EXPECT_GT(infeasible, 100);
 }
 
-// Among the placements of least makespan, the fewest ESTs moved away from the current one.
+// Among the placements of least makespan (or within the slack of it), the fewest ESTs moved
+// away from the current one.
 TEST(PlacementPlanner, MovesTheFewestEstsAmongTheBestPlacements) {
   std::mt19937_64 rng(21);
   int checked = 0, ties = 0;
@@ -92,11 +93,12 @@ TEST(PlacementPlanner, MovesTheFewestEstsAmongTheBestPlacements) {
     for (int left = n - p; left > 0; --left) ++current[rng() % current.size()];
     const double best = exhaustiveBest(ps, n, 1);
     if (!std::isfinite(best)) continue;
+    const double slack = c % 2 ? 0.0 : 0.05 * double(rng() % 8);  // half the cases: up to 35 %
     int fewest = n + 1, optimal = 0;
     std::vector<int> counts(ps.size(), 0);
     std::function<void(size_t, int)> walk = [&](size_t g, int left) {
       if (g == ps.size()) {
-        if (left == 0 && predictedStepSeconds(counts, ps) == best) {
+        if (left == 0 && predictedStepSeconds(counts, ps) <= best * (1 + slack)) {
           fewest = std::min(fewest, estsMoved(current, counts));
           ++optimal;
         }
@@ -108,8 +110,9 @@ TEST(PlacementPlanner, MovesTheFewestEstsAmongTheBestPlacements) {
       }
     };
     walk(0, n);
-    const PlacementPlan plan = planPlacement(ps, n, 1, current);
-    EXPECT_EQ(plan.stepSeconds, best) << "case " << c;
+    const PlacementPlan plan = planPlacement(ps, n, 1, current, slack);
+    if (slack == 0) EXPECT_EQ(plan.stepSeconds, best) << "case " << c;
+    EXPECT_LE(plan.stepSeconds, best * (1 + slack)) << "case " << c;
     EXPECT_EQ(estsMoved(current, plan.counts), fewest) << "case " << c;
     if (optimal > 1) ++ties;
     ++checked;
@@ -127,6 +130,12 @@ TEST(PlacementPlanner, ReplanMovesOneEstWhereOneIsEnough) {
   EXPECT_DOUBLE_EQ(plan.stepSeconds, 6.0);
   EXPECT_EQ(estsMoved({4, 4, 2}, plan.counts), 1);
   EXPECT_THROW(planPlacement(ps, 10, 1, {4, 4, 2, 0}), InputError);
+  // Measured with noise (2.02, 1, 1.98): 2,5,3 (5.94 units, two ESTs moved) beats 3,5,2 (6.06,
+  // one moved) by 2 %, which a 3 % slack treats as noise.
+  std::vector<ProcessSpeed> noisy{{2.02}, {1.0}, {1.98}};
+  EXPECT_EQ(planPlacement(noisy, 10, 1, {4, 4, 2}).counts, (std::vector<int>{2, 5, 3}));
+  EXPECT_EQ(planPlacement(noisy, 10, 1, {4, 4, 2}, 0.03).counts, (std::vector<int>{3, 5, 2}));
+  EXPECT_THROW(planPlacement(noisy, 10, 1, {4, 4, 2}, -0.1), InputError);
 }
 
 TEST(PlacementPlanner, SpeedsOneOneHalfOnTenEsts) {
