@@ -74,22 +74,17 @@ Preset preset(const std::string& name) {
   GeneratorOptions& g = p.generator;
   g.queues = {"a", "b"};
   if (name == "pollux") {
-    // Pollux (OSDI'21) replays 160 Philly jobs over 8 h on 64 GPUs; durations halved so the
-    // offered load is about one (the full Philly durations would need ~1.8x the cluster).
+    // Pollux (OSDI'21) replays 160 Philly jobs over 8 h on 64 GPUs.
     p.cluster = cluster("fast:64");
     g.jobs = 160;
     g.spanSeconds = 8 * 3600;
-    g.durationScale = 2;
   } else if (name == "easyscale") {
-    // EasyScale (SC'23): ~70 jobs over 80 min on 32 + 16 + 16 GPUs of three kinds; durations
-    // scaled by 0.2 for an offered load of about one on the fast-kind equivalent.
+    // EasyScale (SC'23): ~70 jobs over 80 min on 32 + 16 + 16 GPUs of three kinds.
     p.cluster = cluster("fast:32,mid:16,slow:16");
     g.jobs = 70;
     g.spanSeconds = 80 * 60;
-    g.durationScale = 3;
   } else if (name == "large") {
-    // 10,000 jobs with Philly's durations and bursty arrivals (CV 15) over 72 h on 1000 GPUs
-    // (offered load ~0.8 of the fast-kind equivalent).
+    // 10,000 jobs with bursty arrivals (CV 15) over 72 h on 1000 GPUs.
     p.cluster = cluster("fast:500,mid:250,slow:250");
     g.jobs = 10000;
     g.spanSeconds = 72 * 3600;
@@ -97,7 +92,12 @@ Preset preset(const std::string& name) {
   } else {
     inputError("unknown preset '", name, "' (known: pollux, easyscale, large)");
   }
-  g.maxDurationSeconds = 100 * 3600;  // Philly's p99 is ~70 h; its longest jobs were cut off
+  // Philly's p99 is ~70 h; a trace of a few hours keeps jobs within twice its span (else one
+  // job holds most of the GPU-time and the rest of the trace sees an idle cluster).
+  g.maxDurationSeconds = std::min(100 * 3600.0, 2 * g.spanSeconds);
+  g.targetLoad = 1;
+  g.growFactor = 4;
+  g.loadKinds = p.cluster.kinds;
   g.referenceKind = p.cluster.kinds[0].name;
   return p;
 }
@@ -123,14 +123,28 @@ std::vector<JobSpec> generateTrace(const GeneratorOptions& o, const ProfileSet& 
     double u = rng.uniform() * shareSum;
     size_t c = 0;
     while (c + 1 < o.gpuCounts.size() && u >= o.gpuShares[c]) u -= o.gpuShares[c++];
-    j.maxGpus = o.gpuCounts[c];
-    j.minGpus = o.elastic ? 1 : j.maxGpus;
+    j.requestGpus = o.gpuCounts[c];
+    j.maxGpus = std::max(j.requestGpus, std::min(o.maxGpusCap, j.requestGpus * o.growFactor));
+    j.minGpus = o.elastic ? 1 : j.requestGpus;
+    if (!o.elastic) j.maxGpus = j.requestGpus;
     double duration = std::exp(o.lnMu + o.lnSigma * rng.normal()) * o.durationFactor[c] * o.durationScale;
     if (o.maxDurationSeconds > 0) duration = std::min(duration, o.maxDurationSeconds);
     j.model = o.models[size_t(rng.uniform() * double(o.models.size())) % o.models.size()];
     j.queue = o.queues[size_t(rng.uniform() * double(o.queues.size())) % o.queues.size()];
-    j.work = duration * profiles.rate(j.model, o.referenceKind, j.maxGpus);
+    j.work = duration * profiles.rate(j.model, o.referenceKind, j.requestGpus);
     jobs.push_back(j);
+  }
+  if (o.targetLoad > 0) {
+    TL_REQUIRE(!o.loadKinds.empty(), "generator: a target load needs the cluster's GPU kinds");
+    const std::string& m = o.models[0];
+    double capacity = 0;
+    for (const auto& k : o.loadKinds)
+      capacity += k.count * profiles.rate(m, k.name, 1) / profiles.rate(m, o.referenceKind, 1);
+    double gpuSeconds = 0;
+    for (const auto& j : jobs)
+      gpuSeconds += j.requestGpus * j.work / profiles.rate(j.model, o.referenceKind, j.requestGpus);
+    const double scale = o.targetLoad * capacity * o.spanSeconds / gpuSeconds;
+    for (auto& j : jobs) j.work *= scale;
   }
   return jobs;
 }

@@ -28,6 +28,16 @@ struct GeneratorOptions {
   std::string referenceKind;  // work = duration x rate on max_gpus of this kind
   std::vector<std::string> queues{"default"};
   bool elastic = true;  // min_gpus 1 (else min = max)
+  // The request is the gang of non-elastic policies; elastic ones may grow a job up to
+  // request x growFactor GPUs (at most maxGpusCap); the job has that many ESTs.
+  int growFactor = 1;
+  int maxGpusCap = 16;
+  // > 0: every duration is scaled (after the cap) so that the trace's GPU-time is this share of
+  // `loadKinds`' capacity over the span, counted in reference-kind GPUs by the first model's
+  // single-GPU rates. A heavy-tailed sample's GPU-time is far from its expectation, so presets
+  // fix the realised load instead of hoping for it.
+  double targetLoad = 0;
+  std::vector<GpuKind> loadKinds;
   uint64_t seed = 1;
 };
 
@@ -38,7 +48,9 @@ struct Preset {
 };
 
 // "pollux": 160 jobs over 8 h on 64 GPUs of one kind; "easyscale": 70 jobs over 80 min on
-// 32 + 16 + 16 GPUs of three kinds; "large": 10,000 jobs on 1000 GPUs (bursty, CV 15).
+// 32 + 16 + 16 GPUs of three kinds; "large": 10,000 jobs over 72 h on 1000 GPUs of three
+// kinds (bursty, CV 15). Each at an offered load of 1 (see targetLoad), durations capped at
+// twice the span (100 h for large).
 Preset preset(const std::string& name);
 const std::vector<std::string>& presetNames();
 

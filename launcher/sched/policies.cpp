@@ -68,7 +68,7 @@ class YarnCapacity : public Policy {
       bool started = false;
       for (size_t q : order) {
         for (auto it = waiting[q].begin(); it != waiting[q].end() && !started; ++it) {
-          const int g = jobs[*it].spec->maxGpus;
+          const int g = jobs[*it].spec->gangGpus();
           if (usage[q] + g > queues[q].maxShare * total + 1e-9 || g > totalFree) continue;
           for (size_t k = 0; k < free.size(); ++k) {
             if (free[k] < g) continue;
@@ -119,7 +119,7 @@ class LeastAttainedService : public Policy {
     std::vector<int> free = capacity(model_.cluster());
     std::vector<Allocation> out(jobs.size(), Allocation(free.size(), 0));
     for (size_t i : order) {
-      const int g = jobs[i].spec->maxGpus;
+      const int g = jobs[i].spec->gangGpus();
       int kind = kindOf(jobs[i].current);
       if (kind < 0 || free[kind] < g) {
         kind = -1;

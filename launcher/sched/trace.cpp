@@ -66,11 +66,11 @@ std::vector<JobSpec> parseTrace(const std::string& text, const std::string& sour
              ": empty trace (need a header: id,arrival_s,model,work_samples,min_gpus,max_gpus)");
   std::map<std::string, int> columns;
   const std::set<std::string> known{"id",       "arrival_s", "model", "work_samples",
-                                    "min_gpus", "max_gpus",  "ests",  "queue"};
+                                    "min_gpus", "max_gpus",  "ests",  "queue", "request_gpus"};
   for (size_t i = 0; i < records[0].fields.size(); ++i) {
     const auto& name = records[0].fields[i];
     TL_REQUIRE(known.count(name), source, ":", records[0].line, ": unknown column '", name,
-               "' (known: id, arrival_s, model, work_samples, min_gpus, max_gpus, ests, queue)");
+               "' (known: id, arrival_s, model, work_samples, min_gpus, max_gpus, request_gpus, ests, queue)");
     TL_REQUIRE(columns.emplace(name, int(i)).second, source, ":", records[0].line, ": column '",
                name, "' is given twice");
   }
@@ -101,6 +101,13 @@ std::vector<JobSpec> parseTrace(const std::string& text, const std::string& sour
       if (job.maxGpus < job.minGpus)
         row.fail("max_gpus", "must be >= min_gpus (" + std::to_string(job.minGpus) + "), got " +
                                  std::to_string(job.maxGpus));
+      if (row.present("request_gpus")) {
+        job.requestGpus = row.whole("request_gpus", 1);
+        if (job.requestGpus < job.minGpus || job.requestGpus > job.maxGpus)
+          row.fail("request_gpus", "must be between min_gpus and max_gpus (" + std::to_string(job.minGpus) +
+                                       ".." + std::to_string(job.maxGpus) + "), got " +
+                                       std::to_string(job.requestGpus));
+      }
       if (row.present("ests")) {
         job.ests = row.whole("ests", 1);
         if (job.ests < job.maxGpus)
@@ -130,10 +137,11 @@ std::vector<JobSpec> readTrace(const std::string& path) { return parseTrace(read
 std::string formatTrace(const std::vector<JobSpec>& jobs) {
   std::ostringstream out;
   out.precision(17);
-  out << "id,arrival_s,model,work_samples,min_gpus,max_gpus,ests,queue\n";
+  out << "id,arrival_s,model,work_samples,min_gpus,max_gpus,request_gpus,ests,queue\n";
   for (const auto& j : jobs)
     out << submit::csvField(j.id) << ',' << j.arrival << ',' << submit::csvField(j.model) << ','
-        << j.work << ',' << j.minGpus << ',' << j.maxGpus << ',' << j.logicalWorkers() << ','
+        << j.work << ',' << j.minGpus << ',' << j.maxGpus << ',' << j.gangGpus() << ','
+        << j.logicalWorkers() << ','
         << submit::csvField(j.queue) << '\n';
   return out.str();
 }
@@ -142,7 +150,7 @@ void checkTraceFits(const std::vector<JobSpec>& jobs, const ClusterSpec& cluster
   int largestKind = 0;
   for (const auto& k : cluster.kinds) largestKind = std::max(largestKind, k.count);
   for (const auto& j : jobs) {
-    TL_REQUIRE(j.maxGpus <= largestKind, "job ", j.id, ": max_gpus ", j.maxGpus,
+    TL_REQUIRE(j.gangGpus() <= largestKind, "job ", j.id, ": its gang of ", j.gangGpus(), " GPUs",
                " exceeds the largest GPU kind of the cluster (", largestKind,
                " GPUs): non-elastic policies could never start it");
     if (!cluster.queues.empty())

@@ -6,7 +6,8 @@
 //   model         a model of the profiles (e.g. resnet20)
 //   work_samples  samples the job processes before it is done, > 0
 //   min_gpus      fewest GPUs an elastic policy may give it, >= 1
-//   max_gpus      most GPUs; the gang request of non-elastic policies, >= min_gpus
+//   max_gpus      most GPUs an elastic policy may give it, >= min_gpus
+//   request_gpus  optional: the gang non-elastic policies give it, min..max; default max_gpus
 //   ests          optional: logical workers (DDP world size), >= max_gpus; default max_gpus
 //   queue         optional: capacity queue; default "default"
 #pragma once
@@ -26,8 +27,7 @@ std::vector<JobSpec> readTrace(const std::string& path);
 
 std::string formatTrace(const std::vector<JobSpec>& jobs);
 
-// InputError when a job cannot run on the cluster at all (its min_gpus exceeds every kind's
-// count for single-kind use and the whole cluster) or names an unknown queue.
+// InputError when a job cannot run on the cluster at all (its gang exceeds every kind's count) or names an unknown queue.
 void checkTraceFits(const std::vector<JobSpec>& jobs, const ClusterSpec& cluster);
 
 }  // namespace tl::sched

@@ -33,10 +33,12 @@ struct JobSpec {
   std::string model;      // a model of the profiles
   double work = 0;        // samples to process
   int minGpus = 1;
-  int maxGpus = 1;        // also what a non-elastic policy gives the job (its gang request)
+  int maxGpus = 1;
+  int requestGpus = 0;    // what a non-elastic policy gives the job (its gang); 0: maxGpus
   int ests = 0;           // logical workers (DDP world size); 0: maxGpus
   std::string queue = "default";
   int logicalWorkers() const { return ests > 0 ? ests : maxGpus; }
+  int gangGpus() const { return requestGpus > 0 ? requestGpus : maxGpus; }
 };
 
 // "fast:32,mid:16,slow:16" -> kinds. InputError naming `what` and the bad item.

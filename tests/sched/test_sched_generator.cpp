@@ -54,11 +54,11 @@ TEST(SchedGenerator, MatchesPhillyStatistics) {
   std::vector<double> lnOneGpu;
   double totalGpuTime = 0;
   for (const auto& j : jobs) {
-    const double duration = j.work / profiles.rate(j.model, "fast", j.maxGpus);
-    count[j.maxGpus] += 1;
-    gpuTime[j.maxGpus] += duration * j.maxGpus;
-    totalGpuTime += duration * j.maxGpus;
-    if (j.maxGpus == 1) lnOneGpu.push_back(std::log(duration));
+    const double duration = j.work / profiles.rate(j.model, "fast", j.gangGpus());
+    count[j.gangGpus()] += 1;
+    gpuTime[j.gangGpus()] += duration * j.gangGpus();
+    totalGpuTime += duration * j.gangGpus();
+    if (j.gangGpus() == 1) lnOneGpu.push_back(std::log(duration));
   }
   EXPECT_NEAR(count[1] / jobs.size(), 0.93, 0.005);
   EXPECT_NEAR(gpuTime[8] / totalGpuTime, 0.48, 0.08);  // heavy-tailed: a loose tolerance
@@ -90,7 +90,11 @@ TEST(SchedGenerator, PresetsHaveTheirSizes) {
     EXPECT_EQ(p.cluster.totalGpus(), size.second) << name;
     const auto jobs = generateTrace(p.generator, profiles);
     EXPECT_EQ(int(jobs.size()), size.first) << name;
-    for (const auto& j : jobs) ASSERT_LE(j.maxGpus, 8);
+    for (const auto& j : jobs) {
+      ASSERT_LE(j.gangGpus(), 8);
+      ASSERT_EQ(j.maxGpus, std::min(16, 4 * j.gangGpus()));  // elastic jobs may grow 4x
+      ASSERT_EQ(j.minGpus, 1);
+    }
   }
   EXPECT_EQ(preset("easyscale").cluster.kinds.size(), 3u);
   EXPECT_THROW(preset("philly"), InputError);

@@ -28,6 +28,7 @@ TEST(SchedTrace, ReadsColumnsInAnyOrderAndSortsByArrival) {
   EXPECT_EQ(jobs[1].model, "cnn");
   EXPECT_EQ(jobs[1].maxGpus, 4);
   EXPECT_EQ(jobs[1].logicalWorkers(), 4);
+  EXPECT_EQ(jobs[1].gangGpus(), 4);  // no request_gpus: the gang is max_gpus
   // And back: formatTrace writes what parseTrace reads.
   const auto again = parseTrace(formatTrace(jobs), "again");
   ASSERT_EQ(again.size(), 2u);
@@ -63,6 +64,9 @@ TEST(SchedTrace, BadHeadersAreNamed) {
             std::string::npos);
   EXPECT_NE(errorOf("id,arrival,model\n").find("unknown column 'arrival'"), std::string::npos);
   EXPECT_NE(errorOf("").find("empty trace"), std::string::npos);
+  EXPECT_NE(errorOf("id,arrival_s,model,work_samples,min_gpus,max_gpus,request_gpus\nx,0,m,1,2,4,8\n")
+                .find("t.csv:2: request_gpus: must be between min_gpus and max_gpus (2..4), got 8"),
+            std::string::npos);
   EXPECT_NE(errorOf("id,arrival_s,model,work_samples,min_gpus,max_gpus\nx,0,m,1,1,1,9\n")
                 .find("t.csv:2: row: expected 6 fields, got 7"),
             std::string::npos);
