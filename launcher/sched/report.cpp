@@ -35,7 +35,8 @@ double niceStep(double top, int maxTicks) {
 class Frame {
  public:
   Frame(int width, int height, double xTop, double yTop, const std::string& title,
-        const std::string& xLabel, const std::string& yLabel, bool xLog = false)
+        const std::string& xLabel, const std::string& yLabel, bool xLog = false,
+        bool xTicks = true)
       : width_(width), height_(height), xTop_(xTop), yTop_(yTop), xLog_(xLog) {
     TL_CHECK(width >= 300 && height >= 200, "plot of ", width, "x", height, " is too small");
     surface_ = cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height);
@@ -50,7 +51,8 @@ class Frame {
       line(left_, y(v), right_, y(v), {225, 225, 225}, 1);
       text(left_ - 8, y(v), fixed(v, yStep >= 1 ? 0 : 2), 1);
     }
-    if (xLog_) {
+    if (!xTicks) {
+    } else if (xLog_) {
       for (double v = 1; v <= xTop_ * 1.0001; v *= 10) {
         line(x(v), top_, x(v), bottom_, {225, 225, 225}, 1);
         text(x(v), bottom_ + 16, tick(v), 0.5);
@@ -244,10 +246,13 @@ std::string meanJctBarsPng(const std::vector<PolicyRun>& runs, int width, int he
   double top = 1;
   for (const auto& r : runs) top = std::max(top, r.result->summary.meanJct);
   top *= 1.1;
-  Frame f(width, height, double(runs.size()), top, "Mean JCT per policy", "policy", "mean JCT (s)");
+  Frame f(width, height, double(runs.size()), top, "Mean JCT per policy", "policy", "mean JCT (s)",
+          /*xLog=*/false, /*xTicks=*/false);
   for (size_t i = 0; i < runs.size(); ++i) {
-    const double x0 = f.x(i + 0.15), x1 = f.x(i + 0.85);
-    f.box(x0, f.y(runs[i].result->summary.meanJct), x1, f.bottom(), policyColour(runs[i].policy));
+    const double x0 = f.x(i + 0.15), x1 = f.x(i + 0.85), mean = runs[i].result->summary.meanJct;
+    f.box(x0, f.y(mean), x1, f.bottom(), policyColour(runs[i].policy));
+    f.text((x0 + x1) / 2, f.y(mean) - 10, fixed(mean, 0) + " s", 0.5);
+    f.text((x0 + x1) / 2, f.bottom() + 16, runs[i].policy, 0.5);
   }
   f.legend(runs);
   return f.png();
