@@ -153,8 +153,12 @@ void checkTraceFits(const std::vector<JobSpec>& jobs, const ClusterSpec& cluster
     TL_REQUIRE(j.gangGpus() <= largestKind, "job ", j.id, ": its gang of ", j.gangGpus(), " GPUs",
                " exceeds the largest GPU kind of the cluster (", largestKind,
                " GPUs): non-elastic policies could never start it");
-    if (!cluster.queues.empty())
-      TL_REQUIRE(cluster.queueIndex(j.queue) >= 0, "job ", j.id, ": unknown queue '", j.queue, "'");
+    if (cluster.queues.empty()) continue;
+    const int q = cluster.queueIndex(j.queue);
+    TL_REQUIRE(q >= 0, "job ", j.id, ": unknown queue '", j.queue, "'");
+    const double cap = cluster.queues[q].maxShare * cluster.totalGpus();
+    TL_REQUIRE(j.gangGpus() <= cap + 1e-9, "job ", j.id, ": its gang of ", j.gangGpus(),
+               " GPUs exceeds queue ", j.queue, "'s maximum share (", cap, " GPUs)");
   }
 }
 

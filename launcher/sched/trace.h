@@ -27,7 +27,8 @@ std::vector<JobSpec> readTrace(const std::string& path);
 
 std::string formatTrace(const std::vector<JobSpec>& jobs);
 
-// InputError when a job cannot run on the cluster at all (its gang exceeds every kind's count) or names an unknown queue.
+// InputError when a job cannot run on the cluster at all (its gang exceeds every kind's count or its
+// queue's maximum share) or names an unknown queue.
 void checkTraceFits(const std::vector<JobSpec>& jobs, const ClusterSpec& cluster);
 
 }  // namespace tl::sched

@@ -80,6 +80,11 @@ TEST(SchedTrace, ClusterQueuesAndFitAreChecked) {
   c.kinds = parseKinds("fast:4,slow:2", "--cluster");
   auto jobs = parseTrace("id,arrival_s,model,work_samples,min_gpus,max_gpus\nbig,0,m,1,1,8\n", "t");
   EXPECT_THROW(checkTraceFits(jobs, c), InputError);
+  c.queues = parseQueues("default:0.5:0.5", "--queues");
+  auto four = parseTrace("id,arrival_s,model,work_samples,min_gpus,max_gpus\nq,0,m,1,1,4\n", "t");
+  EXPECT_THROW(checkTraceFits(four, c), InputError);  // 4 GPUs > half of 6
+  c.queues = parseQueues("default:0.5:1", "--queues");
+  EXPECT_NO_THROW(checkTraceFits(four, c));
 }
 
 TEST(SchedProfiles, InterpolateAndReportBadRowsByLine) {
