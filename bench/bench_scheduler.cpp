@@ -22,7 +22,7 @@ namespace {
 using namespace tl::sched;
 
 int runBench(int argc, char** argv) {
-  double inplace = 1.0, restart = 12.0;
+  double inplace = 0.3, restart = 8.8;
   int64_t seed = 1;
   std::string out = "bench-scheduler";
   auto app = tl::cli::makeApp("bench_scheduler", "tl-sim's policies: presets x rescale costs");
@@ -36,7 +36,7 @@ int runBench(int argc, char** argv) {
   const std::vector<std::pair<std::string, double>> costs{
       {"0", 0}, {"in-place", inplace}, {"ckpt-restart", restart}, {"20 s", 20}, {"60 s", 60}};
 
-  std::printf("%-10s %-13s %-15s %10s %10s %10s %6s %9s %9s %9s\n", "preset", "rescale cost",
+  std::printf("%-10s %-17s %-15s %10s %10s %10s %6s %9s %9s %9s\n", "preset", "rescale cost",
               "policy", "mean JCT", "median", "p99 JCT", "util", "resc/job", "yarn/this",
               "las/this");
   for (const std::string name : {"pollux", "easyscale"}) {
@@ -55,7 +55,7 @@ int runBench(int argc, char** argv) {
       }
       for (const auto& r : results) {
         const auto& s = r.summary;
-        std::printf("%-10s %-13s %-15s %9.0fs %9.0fs %9.0fs %5.1f%% %9.2f %8.2fx %8.2fx\n",
+        std::printf("%-10s %-17s %-15s %9.0fs %9.0fs %9.0fs %5.1f%% %9.2f %8.2fx %8.2fx\n",
                     name.c_str(), (label + (cost > 0 && label != "20 s" && label != "60 s"
                                                 ? " " + tl::str(cost) + "s"
                                                 : ""))
