@@ -26,7 +26,7 @@ constexpr const char* kSummary =
     "change of a running job costs --rescale-cost seconds of progress. Writes DIR/summary.csv,\n"
     "DIR/jobs_<policy>.csv, DIR/trace.csv and DIR/jct_cdf.png, DIR/allocation.png,\n"
     "DIR/mean_jct.png. Trace columns: id,arrival_s,model,work_samples,min_gpus,max_gpus\n"
-    "[,ests][,queue]; profiles: model,kind,gpus,samples_per_s (see README, tl-sim).";
+    "[,request_gpus][,ests][,queue]; profiles: model,kind,gpus,samples_per_s (see README).";
 
 int runSim(int argc, char** argv) {
   using namespace tl;
