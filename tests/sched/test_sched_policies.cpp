@@ -1,0 +1,136 @@
+// The policies on hand-made traces whose JCTs can be worked out by hand.
+#include <gtest/gtest.h>
+
+#include "common/check.h"
+#include "launcher/sched/policy.h"
+#include "launcher/sched/simulator.h"
+
+namespace tl::sched {
+namespace {
+
+// Rates scale linearly: n GPUs of fast do 10n samples/s, of slow 5n.
+ProfileSet linearProfiles() {
+  return ProfileSet::parse(
+      "model,kind,gpus,samples_per_s\nm,fast,1,10\nm,fast,2,20\nm,fast,4,40\n"
+      "m,slow,1,5\nm,slow,2,10\nm,slow,4,20\n",
+      "test profiles");
+}
+
+JobSpec job(const std::string& id, double arrival, double work, int minGpus, int maxGpus,
+            const std::string& queue = "default", int ests = 0) {
+  JobSpec j;
+  j.id = id;
+  j.arrival = arrival;
+  j.model = "m";
+  j.work = work;
+  j.minGpus = minGpus;
+  j.maxGpus = maxGpus;
+  j.ests = ests;
+  j.queue = queue;
+  return j;
+}
+
+SimResult run(const std::string& policy, const ClusterSpec& cluster, const std::vector<JobSpec>& jobs,
+              double rescaleCost = 0) {
+  ThroughputModel model(cluster, linearProfiles());
+  auto p = makePolicy(policy, model);
+  return simulate(jobs, model, *p, {rescaleCost});
+}
+
+ClusterSpec cluster(const std::string& kinds, const std::string& queues = "") {
+  ClusterSpec c;
+  c.kinds = parseKinds(kinds, "test");
+  if (!queues.empty()) c.queues = parseQueues(queues, "test");
+  return c;
+}
+
+TEST(SchedPolicies, TwoJobsOneSlotRunOneAfterTheOtherUnderEveryPolicy) {
+  // A needs 10 s, B (arriving at 1 s) 5 s: B waits for A under every policy.
+  const std::vector<JobSpec> jobs{job("A", 0, 100, 1, 1), job("B", 1, 50, 1, 1)};
+  for (const auto& name : policyNames()) {
+    const auto r = run(name, cluster("fast:1"), jobs);
+    EXPECT_DOUBLE_EQ(r.jobs[0].jct(), 10) << name;
+    EXPECT_DOUBLE_EQ(r.jobs[1].jct(), 14) << name;
+    EXPECT_DOUBLE_EQ(r.jobs[1].queueing(), 9) << name;
+    EXPECT_DOUBLE_EQ(r.summary.makespan, 15) << name;
+    EXPECT_DOUBLE_EQ(r.summary.meanJct, 12) << name;
+    EXPECT_DOUBLE_EQ(r.summary.utilisation, 1) << name;
+  }
+}
+
+TEST(SchedPolicies, YarnCapacityCapsAQueueAtItsMaximumShareAndLendsIdleGpus) {
+  const std::vector<JobSpec> jobs{job("a1", 0, 100, 1, 1, "a"), job("a2", 0, 100, 1, 1, "a"),
+                                  job("b1", 1, 100, 1, 1, "b")};
+  // Queue a may use at most half the cluster: a2 waits although a GPU is idle until b1 comes.
+  auto capped = run("yarn-cs", cluster("fast:2", "a:0.5:0.5,b:0.5:1"), jobs);
+  EXPECT_DOUBLE_EQ(capped.jobs[1].jct(), 20);
+  EXPECT_DOUBLE_EQ(capped.jobs[2].jct(), 10);
+  // Borrowing up to the whole cluster: a2 starts at once and b1 waits for a GPU (no preemption).
+  auto borrowing = run("yarn-cs", cluster("fast:2", "a:0.5:1,b:0.5:1"), jobs);
+  EXPECT_DOUBLE_EQ(borrowing.jobs[1].jct(), 10);
+  EXPECT_DOUBLE_EQ(borrowing.jobs[2].jct(), 19);
+  EXPECT_EQ(borrowing.jobs[2].rescales, 0);
+}
+
+TEST(SchedPolicies, YarnStartsEveryWaitingJobThatFitsNotOnlyTheFirst) {
+  // Head of the queue wants 2 GPUs, only 1 is free: the 1-GPU job behind it starts anyway.
+  const std::vector<JobSpec> jobs{job("long", 0, 1000, 1, 1), job("big", 1, 200, 2, 2),
+                                  job("small", 2, 100, 1, 1)};
+  auto r = run("yarn-cs", cluster("fast:2"), jobs);
+  EXPECT_DOUBLE_EQ(r.jobs[2].queueing(), 0);
+  EXPECT_DOUBLE_EQ(r.jobs[1].jct(), 100 + 10 - 1);  // after `long` ends at 100, 10 s on 2 GPUs
+}
+
+TEST(SchedPolicies, LasPreemptsAJobThatCrossesItsServiceThresholdAndChargesTheResume) {
+  // A needs 7200 s on 1 GPU; B (100 s) arrives at 100 s and waits until A has attained one
+  // GPU-hour (t = 3600), then runs; A resumes at 3700 and pays the rescale cost.
+  const std::vector<JobSpec> jobs{job("A", 0, 72000, 1, 1), job("B", 100, 1000, 1, 1)};
+  auto r = run("las", cluster("fast:1"), jobs, 10);
+  EXPECT_NEAR(r.jobs[1].jct(), 3600, 1e-6);
+  EXPECT_NEAR(r.jobs[0].jct(), 7310, 1e-6);
+  EXPECT_EQ(r.jobs[0].rescales, 2);  // preempted, resumed
+  auto yarn = run("yarn-cs", cluster("fast:1"), jobs, 10);
+  EXPECT_NEAR(yarn.jobs[1].jct(), 7200, 1e-6);
+}
+
+TEST(SchedPolicies, ElasticShrinksARunningJobToAdmitAnArrivalAndPaysTheRescale) {
+  // A (400 samples, up to 4 GPUs at 10/s each) runs alone on 4 GPUs; at 5 s B arrives: both
+  // get 2 GPUs (3 would not be faster than 2 for 4 ESTs). A: 200 left, a 1 s pause, 9 s at
+  // 20/s; B ends at 15 s; A grows back to 4 GPUs (another 1 s pause) and does its last 20
+  // samples at 40/s: 16.5 s.
+  const std::vector<JobSpec> jobs{job("A", 0, 400, 1, 4), job("B", 5, 200, 1, 4)};
+  auto r = run("elastic", cluster("fast:4"), jobs, 1);
+  EXPECT_NEAR(r.jobs[0].jct(), 16.5, 1e-9);
+  EXPECT_NEAR(r.jobs[1].jct(), 10, 1e-9);
+  EXPECT_EQ(r.jobs[0].rescales, 2);
+  EXPECT_EQ(r.jobs[1].rescales, 0);
+  // Non-elastic: B waits for A's whole gang.
+  auto yarn = run("yarn-cs", cluster("fast:4"), jobs, 1);
+  EXPECT_NEAR(yarn.jobs[0].jct(), 10, 1e-9);
+  EXPECT_NEAR(yarn.jobs[1].jct(), 10, 1e-9);
+}
+
+TEST(SchedPolicies, HeterogeneousElasticUsesASlowerKindTooWithTheEstsPlacedByThePlanner) {
+  // 3 ESTs, up to 2 GPUs; one fast (10/s) and one slow (5/s) GPU. Single kind: the fast one,
+  // 30 s. Both kinds: the planner puts 2 ESTs on fast and 1 on slow: 15 samples/s, 20 s.
+  const std::vector<JobSpec> jobs{job("A", 0, 300, 1, 2, "default", 3)};
+  EXPECT_NEAR(run("elastic", cluster("fast:1,slow:1"), jobs).jobs[0].jct(), 30, 1e-9);
+  EXPECT_NEAR(run("elastic-hetero", cluster("fast:1,slow:1"), jobs).jobs[0].jct(), 20, 1e-9);
+}
+
+TEST(SchedPolicies, ThroughputModelFollowsTheProfilesAndThePlannerRule) {
+  ThroughputModel model(cluster("fast:4,slow:4"), linearProfiles());
+  JobSpec j = job("j", 0, 1, 1, 4, "default", 4);
+  EXPECT_DOUBLE_EQ(model.rate(j, {4, 0}), 40);
+  EXPECT_DOUBLE_EQ(model.rate(j, {3, 0}), 20);  // 2+1+1 ESTs: the busiest device sets the pace
+  EXPECT_DOUBLE_EQ(model.rate(j, {0, 0}), 0);
+  EXPECT_EQ(model.kindsBySpeed("m"), (std::vector<int>{0, 1}));
+}
+
+TEST(SchedPolicies, UnknownPolicyIsAnInputError) {
+  ThroughputModel model(cluster("fast:1"), linearProfiles());
+  EXPECT_THROW(makePolicy("fifo", model), InputError);
+}
+
+}  // namespace
+}  // namespace tl::sched

@@ -1,0 +1,93 @@
+// tl-sim as a process: its outputs and its exit statuses.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "common/files.h"
+#include "tests/profile/png_check.h"
+
+namespace {
+
+struct Outcome {
+  int status;
+  std::string output;
+};
+
+Outcome runSim(const std::string& args) {
+  const std::string command = std::string(TL_SIM_BIN) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::string tmpDir(const std::string& name) {
+  const char* base = std::getenv("TL_TEST_TMP");
+  const std::string dir = std::string(base ? base : "/tmp") + "/sched_tool_" + name;
+  std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str());
+  return dir;
+}
+
+TEST(SchedTool, PresetRunWritesCsvsAndPlotsWithEveryPolicy) {
+  const std::string out = tmpDir("preset");
+  const auto r = runSim("--preset easyscale --rescale-cost 5 --out " + out);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("elastic-hetero"), std::string::npos) << r.output;
+  for (const char* f : {"summary.csv", "trace.csv", "jobs_yarn-cs.csv", "jobs_las.csv",
+                        "jobs_elastic.csv", "jobs_elastic-hetero.csv"})
+    EXPECT_TRUE(tl::fileExists(out + "/" + f)) << f;
+  const std::string summary = tl::readFile(out + "/summary.csv");
+  EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 5) << summary;
+  const std::string jobs = tl::readFile(out + "/jobs_las.csv");
+  EXPECT_EQ(std::count(jobs.begin(), jobs.end(), '\n'), 71);
+  // Every policy's colour is drawn in the CDF.
+  const auto png = tl::testing::decodePng(out + "/jct_cdf.png");
+  ASSERT_TRUE(png.ok) << png.error;
+  EXPECT_GT(png.count(214, 80, 30), 100u);   // yarn-cs
+  EXPECT_GT(png.count(120, 60, 170), 100u);  // las
+  EXPECT_GT(png.count(40, 150, 60), 100u);   // elastic-hetero
+  for (const char* f : {"allocation.png", "mean_jct.png"}) {
+    const auto p = tl::testing::decodePng(out + "/" + f);
+    ASSERT_TRUE(p.ok) << f << ": " << p.error;
+    EXPECT_GT(p.inkShare(), 0.02) << f;
+  }
+}
+
+TEST(SchedTool, ReplaysATraceAndRejectsBadRowsWithTheirLines) {
+  const std::string dir = tmpDir("trace");
+  tl::writeFileAtomic(dir + "/good.csv",
+                      "id,arrival_s,model,work_samples,min_gpus,max_gpus\n"
+                      "a,0,cnn,25000,1,1\nb,1,cnn,12500,1,1\n");
+  auto ok = runSim("--trace " + dir + "/good.csv --cluster fast:1 --policies yarn-cs --out " + dir + "/o");
+  ASSERT_EQ(ok.status, 0) << ok.output;
+  // cnn does 2500 samples/s on one fast GPU: a takes 10 s, b 5 s after it.
+  EXPECT_NE(tl::readFile(dir + "/o/jobs_yarn-cs.csv").find("b,1.000,10.000,15.000,14.000"),
+            std::string::npos);
+
+  tl::writeFileAtomic(dir + "/bad.csv",
+                      "id,arrival_s,model,work_samples,min_gpus,max_gpus\n"
+                      "a,0,cnn,25000,1,1\nb,x,cnn,12500,1,1\n");
+  auto bad = runSim("--trace " + dir + "/bad.csv --cluster fast:1 --out " + dir + "/bad");
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("bad.csv:3: arrival_s: expected a number, got 'x'"), std::string::npos)
+      << bad.output;
+  EXPECT_FALSE(tl::fileExists(dir + "/bad/summary.csv"));  // nothing half-written
+
+  auto unknown = runSim("--trace " + dir + "/good.csv --cluster fast:1 --policies fifo --out " + dir + "/u");
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.output.find("unknown policy 'fifo'"), std::string::npos) << unknown.output;
+  auto noProfile = runSim("--trace " + dir + "/good.csv --cluster tpu:4 --out " + dir + "/n");
+  EXPECT_EQ(noProfile.status, 2);
+  EXPECT_NE(noProfile.output.find("no profile for model cnn on GPU kind tpu"), std::string::npos)
+      << noProfile.output;
+}
+
+}  // namespace
