@@ -194,6 +194,13 @@ TEST_F(ImageFolderE2E, ImageFlagsNeedAnImageFolder) {
   EXPECT_NE(r.err.find("--image-size and --skip-corrupt apply to --dataset imagefolder only"),
             std::string::npos)
       << r.err;
+  const CommandResult c = runCommand(std::string(TL_LAUNCH_BIN) +
+                                         " --dataset cifar10 --data-dir " + gDataDir +
+                                         " --cache-mb 64 --steps 1 --output-dir " + out,
+                                     60, out);
+  EXPECT_EQ(c.exitCode, 2);
+  EXPECT_NE(c.err.find("--cache-mb applies to --dataset imagefolder only"), std::string::npos)
+      << c.err;
 }
 
 }  // namespace
