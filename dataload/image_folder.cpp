@@ -157,7 +157,7 @@ ImageFolderDataset::ImageFolderDataset(const std::string& dir, Split split,
 std::string ImageFolderDataset::describe() const {
   return str("image folder ", splitDir_, ", ", size(), " JPEG images, ", numClasses(),
              " classes", options_.skipCorrupt ? ", corrupt files skipped" : "",
-             cache_ ? str(", cache of ", cache_->stats().budgetBytes >> 20, " MiB") : "");
+             cache_ ? str(", cache of ", double(cache_->stats().budgetBytes) / 1048576.0, " MiB") : "");
 }
 
 int64_t ImageFolderDataset::label(int64_t index) const {
