@@ -9,6 +9,8 @@
 
 namespace tl::data {
 
+class SampleCache;
+
 struct ImageShape {
   int channels = 0;
   int height = 0;
@@ -69,12 +71,20 @@ class Dataset {
   // Samples whose files were found corrupt and replaced so far (DatasetOptions::skipCorrupt),
   // ascending. Formats that cannot be corrupt per sample have none.
   virtual std::vector<int64_t> corruptSamplesSkipped() const { return {}; }
+  // The cache of encoded samples this dataset reads through (DatasetOptions::cacheBytes), or
+  // nullptr: datasets decoded into memory at open have none.
+  virtual SampleCache* sampleCache() const { return nullptr; }
 };
 
 struct DatasetOptions {
   // Image folders: an image that cannot be decoded is replaced by the next decodable image of
   // its class and counted, instead of failing the run (image_folder.h). Other kinds ignore it.
   bool skipCorrupt = false;
+  // Image folders: keep up to this many bytes of encoded samples in memory (sample_cache.h);
+  // a negative value means no cache. With a cache, every file read from storage is dropped
+  // from the kernel's page cache afterwards (POSIX_FADV_DONTNEED), so the memory that caches
+  // the data set is the budget and a miss really reads storage. Never changes a sample.
+  int64_t cacheBytes = -1;
 };
 
 // Opens a dataset by kind: "cifar10" (data_batch_1..5.bin and test_batch.bin, see cifar10.h),

@@ -49,8 +49,9 @@ std::vector<std::string> sortedEntries(const std::string& dir, bool wantFolders)
   return names;
 }
 
-// Reads a whole file into `bytes` (reused across calls, so no allocation per sample).
-void readWholeFile(const std::string& path, std::vector<uint8_t>& bytes) {
+// Reads a whole file into `bytes` (reused across calls, so no allocation per sample). With
+// `dropFromPageCache` the file's pages are dropped from the kernel's page cache afterwards.
+void readWholeFile(const std::string& path, std::vector<uint8_t>& bytes, bool dropFromPageCache) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   TL_REQUIRE(fd >= 0, "image '", path, "' cannot be opened: ", std::strerror(errno));
   struct stat info {};
@@ -72,6 +73,8 @@ void readWholeFile(const std::string& path, std::vector<uint8_t>& bytes) {
     }
     done += size_t(got);
   }
+  // Advice only: a kernel that ignores it leaves the pages cached, which changes no byte.
+  if (dropFromPageCache) (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   ::close(fd);
 }
 
@@ -148,11 +151,13 @@ ImageFolderDataset::ImageFolderDataset(const std::string& dir, Split split,
     knownCorrupt_ = std::make_unique<std::atomic<bool>[]>(size_t(size()));
     for (int64_t i = 0; i < size(); ++i) knownCorrupt_[size_t(i)].store(false);
   }
+  if (options_.cacheBytes >= 0) cache_ = std::make_unique<SampleCache>(size(), options_.cacheBytes);
 }
 
 std::string ImageFolderDataset::describe() const {
   return str("image folder ", splitDir_, ", ", size(), " JPEG images, ", numClasses(),
-             " classes", options_.skipCorrupt ? ", corrupt files skipped" : "");
+             " classes", options_.skipCorrupt ? ", corrupt files skipped" : "",
+             cache_ ? str(", cache of ", double(cache_->stats().budgetBytes) / 1048576.0, " MiB") : "");
 }
 
 int64_t ImageFolderDataset::label(int64_t index) const {
@@ -185,7 +190,12 @@ ImageView ImageFolderDataset::decodeFile(int64_t index, std::vector<uint8_t>& sc
   // scratch, which the returned view points into.
   thread_local std::vector<uint8_t> fileBytes;
   const std::string file = path(index);
-  readWholeFile(file, fileBytes);
+  if (!cache_) {
+    readWholeFile(file, fileBytes, false);
+  } else if (!cache_->fetch(index, fileBytes)) {
+    readWholeFile(file, fileBytes, true);
+    cache_->offer(index, fileBytes.data(), int64_t(fileBytes.size()));
+  }
   const JpegDecodeResult decoded =
       decodeJpeg(fileBytes.data(), fileBytes.size(), file, scratch, pick);
   return ImageView(scratch.data(), decoded.shape, decoded.reduction, decoded.storedShape);

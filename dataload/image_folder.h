@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "dataload/dataset.h"
+#include "dataload/sample_cache.h"
 
 namespace tl::data {
 
@@ -48,6 +49,7 @@ class ImageFolderDataset : public Dataset {
   // Files found corrupt and replaced so far (skipCorrupt only; each file counts once).
   int64_t corruptFilesSkipped() const { return corruptFound_.load(std::memory_order_relaxed); }
   std::vector<int64_t> corruptSamplesSkipped() const override;
+  SampleCache* sampleCache() const override { return cache_.get(); }
 
  private:
   ImageView decodeFile(int64_t index, std::vector<uint8_t>& scratch,
@@ -66,6 +68,7 @@ class ImageFolderDataset : public Dataset {
   // skipCorrupt: per file, whether it is known not to decode, so later loads skip it at once.
   std::unique_ptr<std::atomic<bool>[]> knownCorrupt_;
   mutable std::atomic<int64_t> corruptFound_{0};
+  std::unique_ptr<SampleCache> cache_;  // options.cacheBytes >= 0
 };
 
 // The class folder names of an image-folder split (`dir`/train or `dir`/val), sorted.

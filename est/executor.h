@@ -128,6 +128,7 @@ class EstExecutor {
 
   bool inJob() const { return host_ != nullptr; }
   const JobConfig& config() const { return config_; }
+  const train::JobData& data() const { return data_; }
   const Placement& placement() const { return placement_; }
   models::Model& model() { return *replica_->model; }
   const train::StepPlan& plan() const { return plan_; }

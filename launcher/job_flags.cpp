@@ -209,6 +209,10 @@ std::vector<LaunchFlag> buildTable() {
         o.job.autoWorkers = false;
       },
       [](const LaunchOptions& o) { return o.job.autoWorkers ? std::string("auto") : text(o.job.workers); }));
+  t.push_back(real("cache-mb", kRun,
+                    "imagefolder: keep up to this many MiB of encoded training images in memory; "
+                    "admitted images stay, the rest is read from storage every epoch (no page cache)",
+                    "256", TL_FIELD(job.cacheMb), 0, 1 << 30));
   t.push_back(integer<int>("prefetch", kRun, "batches prepared ahead per loader thread", "4", TL_FIELD(job.prefetch), 1, 64));
   // Length, optimizer and schedule.
   t.push_back(integer<int64_t>("epochs", kDefining, "epochs to train (1 unless --steps is given)", "3",

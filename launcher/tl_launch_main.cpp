@@ -22,6 +22,7 @@
 #include "elastic/checkpoint_policy.h"
 #include "elastic/job_checkpoint.h"
 #include "est/executor.h"
+#include "launcher/cache_metrics.h"
 #include "launcher/elastic_job.h"
 #include "launcher/job_errors.h"
 #include "launcher/launch_check.h"
@@ -284,6 +285,7 @@ int runLaunch(int argc, char** argv) {
   train::MetricsLog metrics;
   if (lead && !job.outputDir.empty()) {
     metrics = train::MetricsLog(joinPath(job.outputDir, "metrics.jsonl"), /*append=*/resumed);
+    launcher::reportCacheInEpochRecords(metrics, executor->data().train->dataset());
   }
   launcher::JoinOffer offer;
   offer.job = job;

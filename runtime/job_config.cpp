@@ -84,6 +84,9 @@ void validate(const JobConfig& c) {
              c.imageSize);
   TL_REQUIRE(c.dataset == "imagefolder" || (c.imageSize == 0 && !c.skipCorrupt),
              "--image-size and --skip-corrupt apply to --dataset imagefolder only");
+  TL_REQUIRE(c.cacheMb < 0 || c.dataset == "imagefolder",
+             "--cache-mb applies to --dataset imagefolder only (", c.dataset,
+             " is decoded into memory when opened)");
   TL_REQUIRE(c.schedule.kind == "constant" || c.schedule.kind == "step" || c.schedule.kind == "cosine",
              "--lr-schedule: unknown schedule '", c.schedule.kind, "' (expected constant, step or cosine)");
   TL_REQUIRE(c.schedule.kind != "step" || c.schedule.stepEpochs > 0,
@@ -127,6 +130,7 @@ nlohmann::json toJson(const RunSettings& s) {
   j["workers"] = s.workers;
   j["auto_workers"] = s.autoWorkers;
   j["prefetch"] = s.prefetch;
+  j["cache_mb"] = s.cacheMb;
   j["device"] = s.device.toString();
   j["bucket_bytes"] = s.bucketBytes;
   j["output_dir"] = s.outputDir;
@@ -208,6 +212,7 @@ RunSettings runSettingsFromJson(const nlohmann::json& j) {
     s.workers = j.at("workers");
     s.autoWorkers = j.value("auto_workers", false);
     s.prefetch = j.at("prefetch");
+    s.cacheMb = j.value("cache_mb", -1.0);  // checkpoints before --cache-mb have none
     s.device = DeviceSpec::parse(j.at("device"));
     s.bucketBytes = j.at("bucket_bytes");
     s.outputDir = j.at("output_dir");

@@ -79,6 +79,7 @@ struct RunSettings {
   int workers = 2;             // loader threads per process (0: load on the training thread)
   bool autoWorkers = false;    // let the node coordinator size the pool (workers = start size)
   int prefetch = 2;            // batches prepared ahead per loader thread
+  double cacheMb = -1;         // imagefolder: MiB of encoded training samples cached (< 0: none)
   DeviceSpec device;
   int deviceIndex = 0;         // cuda device of this process (set by the launcher)
   int64_t bucketBytes = 25 << 20;

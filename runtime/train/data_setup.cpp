@@ -2,6 +2,7 @@
 
 #include "common/check.h"
 #include "dataload/resized_crop.h"
+#include "dataload/sample_cache.h"
 
 namespace tl::train {
 namespace {
@@ -11,6 +12,8 @@ namespace {
 JobData openImageFolderData(const JobConfig& config) {
   data::DatasetOptions options;
   options.skipCorrupt = config.skipCorrupt;
+  data::DatasetOptions trainOptions = options;  // only the training split is cached
+  if (config.cacheMb >= 0) trainOptions.cacheBytes = data::cacheMiB(config.cacheMb);
   data::ResizedCropOptions crop;
   crop.size = imageFolderSize(config);
   crop.augment = config.augment;
@@ -18,7 +21,7 @@ JobData openImageFolderData(const JobConfig& config) {
   eval.augment = false;
   JobData out;
   out.train = std::make_shared<data::SamplePipeline>(
-      data::openDataset(config.dataset, config.dataDir, data::Split::Train, options),
+      data::openDataset(config.dataset, config.dataDir, data::Split::Train, trainOptions),
       data::makeResizedCrop(crop), config.seed);
   if (config.eval) {
     out.test = std::make_shared<data::SamplePipeline>(

@@ -50,7 +50,13 @@ MetricsLog::MetricsLog(const std::string& path, bool append)
 
 void MetricsLog::write(const nlohmann::json& record) {
   if (!out_.is_open()) return;
-  out_ << record.dump() << '\n';
+  if (annotateEpoch_ && record.value("type", "") == "epoch") {
+    nlohmann::json annotated = record;
+    annotateEpoch_(annotated);
+    out_ << annotated.dump() << '\n';
+  } else {
+    out_ << record.dump() << '\n';
+  }
   out_.flush();
   if (!out_) inputError("cannot write metrics file '", path_, "' (disk full?)");
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -41,8 +42,12 @@ class MetricsLog {
   explicit MetricsLog(const std::string& path, bool append = false);
   void write(const nlohmann::json& record);
   bool enabled() const { return out_.is_open(); }
+  // Called on every epoch record before it is written, to add figures the trainer does not
+  // know (the dataset cache's hits, misses and bytes read: --cache-mb).
+  void annotateEpochs(std::function<void(nlohmann::json&)> annotate) { annotateEpoch_ = std::move(annotate); }
 
  private:
+  std::function<void(nlohmann::json&)> annotateEpoch_;
   std::ofstream out_;
   std::string path_;
 };

@@ -69,6 +69,37 @@ TEST_F(ImageFolderE2E, SameParamsWhateverTheLoaderThreads) {
   EXPECT_EQ(summary(a)["params_sha256"], summary(b)["params_sha256"]);
 }
 
+// --cache-mb with a budget below the data set (each process caches what fits of the 64 files,
+// ~190 kB): the same parameters as without a cache, and per-epoch cache figures in
+// metrics.jsonl that add up to every sample the lead loaded, within the budget.
+TEST_F(ImageFolderE2E, CacheKeepsTheParamsAndReportsPerEpoch) {
+  const std::string a = freshDir("imagefolder_e2e_nocache"), b = freshDir("imagefolder_e2e_cache");
+  const CommandResult ra = launch(gDataDir, a, "--workers 2", 12);
+  ASSERT_EQ(ra.exitCode, 0) << ra.err;
+  const CommandResult rb = launch(gDataDir, b, "--workers 2 --cache-mb 0.08", 12);
+  ASSERT_EQ(rb.exitCode, 0) << rb.err;
+  EXPECT_EQ(summary(a)["params_sha256"], summary(b)["params_sha256"]);
+  std::ifstream metrics(b + "/metrics.jsonl");
+  int64_t loaded = 0, hits = 0, fromStorage = 0, epochs = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    const nlohmann::json record = nlohmann::json::parse(line);
+    if (record["type"] != "epoch") continue;
+    ASSERT_TRUE(record.contains("cache")) << line;
+    const nlohmann::json& c = record["cache"];
+    EXPECT_EQ(c["budget_bytes"], int64_t(0.08 * 1024 * 1024));
+    EXPECT_LE(c["peak_used_bytes"].get<int64_t>(), c["budget_bytes"].get<int64_t>());
+    EXPECT_GT(c["cached_samples"].get<int64_t>(), 0);
+    loaded += c["hits"].get<int64_t>() + c["misses"].get<int64_t>();
+    hits += c["hits"].get<int64_t>();
+    fromStorage += c["bytes_from_storage"].get<int64_t>();
+    ++epochs;
+  }
+  EXPECT_EQ(epochs, 3);
+  EXPECT_EQ(loaded, 12 * 8) << "the lead's 12 batches of 8";
+  EXPECT_GT(hits, 0);
+  EXPECT_GT(fromStorage, 0);
+}
+
 // A copy of the data in which every file of class_01 but one is damaged, so some early batch is
 // sure to meet one. Returns how many files were damaged.
 int damagedCopy(const std::string& data) {
@@ -163,6 +194,13 @@ TEST_F(ImageFolderE2E, ImageFlagsNeedAnImageFolder) {
   EXPECT_NE(r.err.find("--image-size and --skip-corrupt apply to --dataset imagefolder only"),
             std::string::npos)
       << r.err;
+  const CommandResult c = runCommand(std::string(TL_LAUNCH_BIN) +
+                                         " --dataset cifar10 --data-dir " + gDataDir +
+                                         " --cache-mb 64 --steps 1 --output-dir " + out,
+                                     60, out);
+  EXPECT_EQ(c.exitCode, 2);
+  EXPECT_NE(c.err.find("--cache-mb applies to --dataset imagefolder only"), std::string::npos)
+      << c.err;
 }
 
 }  // namespace
