@@ -15,11 +15,7 @@
 namespace tl::sched {
 namespace {
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
+using submit::fixed;
 
 double niceStep(double top, int maxTicks) {
   if (!(top > 0)) return 1;

@@ -1,5 +1,7 @@
 #include "launcher/submit/csv.h"
 
+#include <cstdio>
+
 #include "common/check.h"
 
 namespace tl::submit {
@@ -125,6 +127,12 @@ std::string csvField(const std::string& value) {
     out += c;
   }
   return out + "\"";
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
 }
 
 }  // namespace tl::submit

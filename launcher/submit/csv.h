@@ -21,4 +21,7 @@ std::vector<CsvRecord> parseCsv(const std::string& text, const std::string& sour
 // Quotes a field for writing when it holds a comma, a quote or a line break.
 std::string csvField(const std::string& value);
 
+// `v` with exactly `decimals` digits after the point ("%.*f"), for tables and CSV cells.
+std::string fixed(double v, int decimals);
+
 }  // namespace tl::submit

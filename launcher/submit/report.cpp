@@ -9,12 +9,6 @@
 namespace tl::submit {
 namespace {
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 struct ReportRow {
   std::string job, line, folder, start, end, startS, endS, completion, imagesPerS, finalLoss,
       status;
