@@ -162,15 +162,21 @@ down() {
   teardown "$NSC_PREFIX"
 }
 
-# Run "$@" on host $1: its network namespace, its host name, its /tmp.
+# Run "$@" on host $1: its network namespace, its host name, its /tmp. When this script lives
+# under /tmp (a checkout in mktemp -d), that top-level folder of /tmp stays the machine's on
+# every host, as a cluster's shared file system would: the tools, the tests and their scratch
+# folders live there.
 on_host() {
   local h=$1; shift
   need_prefix
   grep -qx "$h" <(hosts_of) || die "no host '$h' in cluster $NSC_PREFIX ($(hosts_of | tr '\n' ' '))"
-  local tmp
+  local tmp shared=""
   tmp="$(state_of "$NSC_PREFIX")/$h/tmp"
+  case "$SELF" in /tmp/*/*) shared=${SELF#/tmp/}; shared=/tmp/${shared%%/*} ;; esac
+  [[ -z $shared ]] || mkdir -p "$tmp/${shared#/tmp/}"
   exec ip netns exec "$(ns_of "$h")" unshare --uts --mount --propagation private \
-    /bin/sh -c 'hostname "$0" && mount --bind "$1" /tmp && shift && exec "$@"' "$h" "$tmp" "$@"
+    /bin/sh -c 'hostname "$0" && { [ -z "$2" ] || mount --bind "$2" "$1/${2#/tmp/}"; } &&
+                mount --rbind "$1" /tmp && shift 2 && exec "$@"' "$h" "$tmp" "$shared" "$@"
 }
 
 # Open MPI runs `AGENT [options] HOST COMMAND-LINE...` as it would run ssh; the command line is
