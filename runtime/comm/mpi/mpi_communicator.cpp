@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include <ATen/ATen.h>
 
 #include "runtime/comm/collective_wait.h"
 #include "runtime/comm/mpi/mpi_detail.h"
+#include "runtime/comm/mpi/mpi_ring_allreduce.h"
 #include "runtime/comm/mpi/mpi_roll_call.h"
 
 namespace tl::comm {
@@ -41,6 +43,8 @@ void checkOptions(const MpiCommunicatorOptions& options) {
   TL_CHECK_GE(options.maxCountPerCall, 1, "MpiCommunicatorOptions::maxCountPerCall");
   TL_CHECK_LE(options.maxCountPerCall, std::numeric_limits<int>::max(),
               "MpiCommunicatorOptions::maxCountPerCall must fit MPI's int counts");
+  TL_CHECK_GE(options.ringMinBytes, 0, "MpiCommunicatorOptions::ringMinBytes");
+  TL_CHECK_GE(options.ringChunkBytes, 1, "MpiCommunicatorOptions::ringChunkBytes");
 }
 
 // Threading: used from the MpiSession's thread only (checked on entry to every collective).
@@ -136,9 +140,18 @@ class MpiCommunicator final : public Communicator {
     const MPI_Op mpiOp = detail::reductionOperation(op);
     auto* base = static_cast<char*>(tensor.data_ptr());
     const std::int64_t itemSize = tensor.element_size();
-    run(
-        [&] { return str("allreduce(", toString(op), ", ", describeTensor(shown), ")"); },
-        {tensor}, options, [&](std::vector<MPI_Request>& requests) {
+    auto describe = [&] { return str("allreduce(", toString(op), ", ", describeTensor(shown), ")"); };
+    if (size_ > 1 && std::int64_t(tensor.nbytes()) >= options_.ringMinBytes &&
+        detail::ringReducesExactly(op, tensor.scalar_type(), size_)) {
+      const std::int64_t chunk =
+          std::clamp<std::int64_t>(options_.ringChunkBytes / itemSize, 1, options_.maxCountPerCall);
+      auto ring = std::make_shared<detail::RingAllreduce>(comm_, tensor, chunk);
+      return runUntilDone(describe, {tensor, ring->scratch()}, options, [&] {
+        ring->start();
+        return [ring] { return ring->progress(); };
+      });
+    }
+    run(describe, {tensor}, options, [&](std::vector<MPI_Request>& requests) {
           forEachChunk(tensor.numel(), options_.maxCountPerCall, [&](std::int64_t offset, int count) {
             requests.push_back(MPI_REQUEST_NULL);
             TL_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, base + offset * itemSize, count, type, mpiOp,
@@ -203,26 +216,36 @@ class MpiCommunicator final : public Communicator {
   void run(const std::function<std::string()>& describe, std::vector<at::Tensor> buffers,
            const CollectiveOptions& options,
            const std::function<void(std::vector<MPI_Request>&)>& start) {
+    runUntilDone(describe, std::move(buffers), options, [&] {
+      auto requests = std::make_shared<std::vector<MPI_Request>>();
+      start(*requests);
+      return [requests] {
+        int complete = 0;
+        TL_MPI_CHECK(MPI_Testall(static_cast<int>(requests->size()), requests->data(), &complete,
+                                 MPI_STATUSES_IGNORE));
+        return complete != 0;
+      };
+    });
+  }
+
+  // The general form: start() begins the collective and returns its progress function, which
+  // moves it on and says whether it is done (tl::Error when MPI fails).
+  void runUntilDone(const std::function<std::string()>& describe, std::vector<at::Tensor> buffers,
+                    const CollectiveOptions& options,
+                    const std::function<std::function<bool()>()>& start) {
     const std::chrono::milliseconds timeout = timeoutFor(options);
     const detail::Clock::time_point deadline = detail::deadlineAfter(timeout);
-    std::vector<MPI_Request> requests;
     rollCall_->enter();
     try {
-      start(requests);
-      int mpiError = MPI_SUCCESS;
+      const std::function<bool()> progress = start();
       unsigned polls = 0;
       const bool done = detail::pollUntil(
           [&] {
             // Peers whose own wait timed out ask who is here; answer every few polls.
             if (++polls % kPollsPerAnswer == 0) rollCall_->answer();
-            int complete = 0;
-            mpiError = MPI_Testall(static_cast<int>(requests.size()), requests.data(), &complete,
-                                   MPI_STATUSES_IGNORE);
-            return mpiError != MPI_SUCCESS || complete != 0;
+            return progress();
           },
           deadline);
-      if (mpiError != MPI_SUCCESS)
-        detail::throwMpiError(mpiError, "MPI_Testall", __FILE__, __LINE__);
       if (!done) {
         const std::vector<int> absent = rollCall_->absentees(rollCallGrace(timeout));
         throw TimeoutError(detail::timeoutMessage("mpi", describe(), rank_, size_, timeout,

@@ -42,6 +42,12 @@ struct MpiCommunicatorOptions {
   // Largest count handed to one MPI call (MPI counts are int); larger tensors travel in
   // several calls. Tests lower it to exercise that path without gigabytes of data.
   std::int64_t maxCountPerCall = std::numeric_limits<int>::max();
+  // Sums at least this large whose result does not depend on the order of the additions
+  // (integers; floats over two members) go around a ring of point-to-point messages in chunks
+  // of ringChunkBytes instead of through MPI_Iallreduce (mpi_ring_allreduce.h says why).
+  // Benchmarks raise ringMinBytes to compare with MPI_Iallreduce; tests lower it.
+  std::int64_t ringMinBytes = std::int64_t(64) << 10;
+  std::int64_t ringChunkBytes = std::int64_t(1) << 20;
 };
 
 // A communicator over MPI_COMM_WORLD (duplicated, so tl's traffic is separate). Collective over

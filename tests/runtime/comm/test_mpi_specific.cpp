@@ -1,4 +1,7 @@
-// What only the MPI backend promises: the session, the owning thread, chunked large counts.
+// What only the MPI backend promises: the session, the owning thread, chunked large counts,
+// the ring allreduce for order-free sums.
+#include <cstring>
+#include <limits>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -6,6 +9,8 @@
 
 #include "common/check.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
+#include "runtime/comm/mpi/mpi_ring_allreduce.h"
+#include "tests/runtime/comm/communicator_conformance.h"
 #include "tests/runtime/comm/mpi_test_world.h"
 
 namespace tl::comm::testing {
@@ -83,6 +88,92 @@ TEST(MpiCommunicator, TimeoutMustNotBeNegative) {
   std::unique_ptr<Communicator> comm = createMpiWorldCommunicator();
   EXPECT_THROW(comm->barrier(CollectiveOptions{std::chrono::milliseconds(-1)}), tl::Error);
   comm->barrier(kPatient);  // not sticky: nothing had started
+}
+
+MpiCommunicatorOptions ringFromZeroBytes(std::int64_t chunkBytes) {
+  MpiCommunicatorOptions options;
+  options.ringMinBytes = 0;
+  options.ringChunkBytes = chunkBytes;
+  return options;
+}
+
+// Which sums may go around the ring: those whose bits do not depend on the order.
+TEST(MpiRingAllreduce, TakesOnlySumsWhoseOrderCannotShowInTheBits) {
+  for (int size : {2, 3, 8}) {
+    EXPECT_TRUE(detail::ringReducesExactly(ReduceOp::Sum, at::kLong, size));
+    EXPECT_TRUE(detail::ringReducesExactly(ReduceOp::Sum, at::kByte, size));
+    EXPECT_EQ(detail::ringReducesExactly(ReduceOp::Sum, at::kFloat, size), size == 2);
+    EXPECT_EQ(detail::ringReducesExactly(ReduceOp::Sum, at::kDouble, size), size == 2);
+    EXPECT_FALSE(detail::ringReducesExactly(ReduceOp::Max, at::kLong, size));
+  }
+}
+
+// Tiny chunks and ragged lengths cross every segment and chunk boundary, including lengths
+// that leave some members' segments empty.
+TEST(MpiRingAllreduce, SumsExactlyAtEverySegmentAndChunkBoundary) {
+  const int size = world().size();
+  for (std::int64_t chunkBytes : {std::int64_t(8), std::int64_t(1000), std::int64_t(1) << 20}) {
+    std::unique_ptr<Communicator> comm = createMpiWorldCommunicator(ringFromZeroBytes(chunkBytes));
+    for (std::int64_t count : {std::int64_t(1), std::int64_t(size - 1), std::int64_t(size + 1),
+                               std::int64_t(1001), std::int64_t(10'007)}) {
+      for (at::ScalarType type : {at::kLong, at::kInt, at::kByte}) {
+        if (chunkBytes < 100 && count > 1001) continue;  // thousands of messages: slow, no news
+        at::Tensor tensor = contribution(comm->rank(), type, count);
+        comm->allreduce(tensor, ReduceOp::Sum, kPatient);
+        EXPECT_TRUE(at::equal(tensor, expectedReduction(ReduceOp::Sum, size, type, count)))
+            << count << " " << c10::toString(type) << " in chunks of " << chunkBytes << " bytes";
+      }
+    }
+  }
+}
+
+// With two members the ring's float sum is the same single addition MPI_Iallreduce does, so
+// the bits agree with it on values where rounding matters; with more members float sums keep
+// MPI_Iallreduce, so the bits agree trivially.
+TEST(MpiRingAllreduce, FloatSumsGiveTheBitsMpiIallreduceGives) {
+  MpiCommunicatorOptions iallreduce;
+  iallreduce.ringMinBytes = std::numeric_limits<std::int64_t>::max();
+  std::unique_ptr<Communicator> ring = createMpiWorldCommunicator(ringFromZeroBytes(4096));
+  std::unique_ptr<Communicator> reference = createMpiWorldCommunicator(iallreduce);
+  at::manual_seed(7 + ring->rank());
+  for (at::ScalarType type : {at::kFloat, at::kDouble}) {
+    const at::Tensor values = (at::randn({100'003}) * at::exp(at::randn({100'003}) * 8)).to(type);
+    at::Tensor viaRing = values.clone();
+    at::Tensor viaIallreduce = values.clone();
+    ring->allreduce(viaRing, ReduceOp::Sum, kPatient);
+    reference->allreduce(viaIallreduce, ReduceOp::Sum, kPatient);
+    ASSERT_EQ(viaRing.nbytes(), viaIallreduce.nbytes());
+    EXPECT_EQ(std::memcmp(viaRing.data_ptr(), viaIallreduce.data_ptr(), viaRing.nbytes()), 0)
+        << c10::toString(type);
+    EXPECT_FALSE(at::equal(viaRing, values)) << "nothing was reduced";
+  }
+}
+
+// A member that never joins a ring allreduce: the others time out under the deadline, name
+// it, and the failure is sticky, as for every other collective.
+TEST(MpiRingAllreduce, MemberThatSkipsItTimesOutTheOthersForGood) {
+  std::unique_ptr<Communicator> comm = createMpiWorldCommunicator(ringFromZeroBytes(4096));
+  const int skipper = comm->size() - 1;
+  const auto timeout = std::chrono::milliseconds(500);
+  if (comm->rank() != skipper) {
+    at::Tensor tensor = at::ones({300'000}, at::kLong);
+    std::string message;
+    try {
+      comm->allreduce(tensor, ReduceOp::Sum, {timeout});
+      ADD_FAILURE() << "the ring allreduce completed without the last rank";
+    } catch (const tl::TimeoutError& e) {
+      message = e.what();
+    }
+    EXPECT_THAT(message, HasSubstr("allreduce(sum, 300000 int64"));
+    EXPECT_THAT(message, HasSubstr("rank " + std::to_string(skipper)));
+    try {
+      comm->barrier(kPatient);
+      ADD_FAILURE() << "a barrier succeeded on a failed communicator";
+    } catch (const tl::TimeoutError& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+  }
+  world().barrier(kPatient);
 }
 
 }  // namespace

@@ -1,0 +1,132 @@
+#include "runtime/comm/mpi/mpi_ring_allreduce.h"
+
+#include <algorithm>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+namespace tl::comm::detail {
+
+namespace {
+
+int positiveModulo(int value, int modulus) { return ((value % modulus) + modulus) % modulus; }
+
+// The largest tag MPI lets point-to-point messages use on `comm` (at least 32767 by the standard).
+int largestTag(MPI_Comm comm) {
+  int* value = nullptr;
+  int found = 0;
+  TL_MPI_CHECK(MPI_Comm_get_attr(comm, MPI_TAG_UB, &value, &found));
+  return found && value ? *value : 32767;
+}
+
+}  // namespace
+
+bool ringReducesExactly(ReduceOp op, at::ScalarType type, int size) {
+  if (op != ReduceOp::Sum) return false;
+  return size == 2 || !at::isFloatingType(type);
+}
+
+RingAllreduce::RingAllreduce(MPI_Comm comm, at::Tensor buffer, std::int64_t chunkElements)
+    : comm_(comm), buffer_(std::move(buffer)), type_(reductionDatatype(buffer_.scalar_type())) {
+  TL_CHECK(buffer_.device().is_cpu() && buffer_.is_contiguous(),
+           "the ring allreduce works on a contiguous CPU tensor");
+  TL_CHECK_GE(chunkElements, 1, "ring allreduce chunk size");
+  TL_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  TL_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  TL_CHECK_GE(size_, 2, "a ring allreduce needs two members");
+  steps_ = 2 * (size_ - 1);
+  const std::int64_t longestSegment = segmentStart(1) - segmentStart(0);
+  // Every message of a chunk's step has its own tag, so chunks may overtake each other; when
+  // the tags would run out, fewer and larger chunks.
+  const std::int64_t mostChunks = std::max<std::int64_t>(1, largestTag(comm_) / steps_ - 1);
+  chunkElements_ = std::max(chunkElements, (longestSegment + mostChunks - 1) / mostChunks);
+  const auto chunkCount = std::max<std::int64_t>(1, (longestSegment + chunkElements_ - 1) / chunkElements_);
+  chunks_.resize(static_cast<size_t>(chunkCount));
+  requests_.assign(2 * chunks_.size(), MPI_REQUEST_NULL);
+  completed_.resize(requests_.size());
+  scratch_ = at::empty({longestSegment}, buffer_.options());
+}
+
+// Segments as even as can be; the first ones take the remainder, so segment 0 is the longest.
+std::int64_t RingAllreduce::segmentStart(int segment) const {
+  const std::int64_t n = buffer_.numel();
+  return segment * (n / size_) + std::min<std::int64_t>(segment, n % size_);
+}
+
+std::int64_t RingAllreduce::chunkCount(int segment, int chunk) const {
+  const std::int64_t length = segmentStart(segment + 1) - segmentStart(segment);
+  return std::clamp<std::int64_t>(length - chunk * chunkElements_, 0, chunkElements_);
+}
+
+int RingAllreduce::tag(int step, int chunk) const {
+  return step * static_cast<int>(chunks_.size()) + chunk;
+}
+
+void RingAllreduce::start() {
+  for (size_t c = 0; c < chunks_.size(); ++c) post(static_cast<int>(c));
+}
+
+// At step t a member sends segment (rank - t) to its right neighbour and receives segment
+// (rank - t - 1) from its left one, which is the segment it sends at step t + 1. The first
+// size-1 steps add what arrives (reduce-scatter); after them segment (rank + 1) is complete
+// here, and the remaining steps pass the complete segments around (allgather).
+void RingAllreduce::post(int chunk) {
+  const int step = chunks_[chunk].step;
+  const int right = (rank_ + 1) % size_;
+  const int left = positiveModulo(rank_ - 1, size_);
+  const int sendSegment = positiveModulo(rank_ - step, size_);
+  const int receiveSegment = positiveModulo(rank_ - step - 1, size_);
+  const std::int64_t itemSize = buffer_.element_size();
+  auto* base = static_cast<char*>(buffer_.data_ptr());
+  const std::int64_t within = chunk * chunkElements_;
+  const bool reducing = step < size_ - 1;
+  char* into = reducing ? static_cast<char*>(scratch_.data_ptr()) + within * itemSize
+                        : base + (segmentStart(receiveSegment) + within) * itemSize;
+  TL_MPI_CHECK(MPI_Irecv(into, static_cast<int>(chunkCount(receiveSegment, chunk)), type_, left,
+                         tag(step, chunk), comm_, &requests_[2 * chunk]));
+  TL_MPI_CHECK(MPI_Isend(base + (segmentStart(sendSegment) + within) * itemSize,
+                         static_cast<int>(chunkCount(sendSegment, chunk)), type_, right,
+                         tag(step, chunk), comm_, &requests_[2 * chunk + 1]));
+}
+
+// Both messages of the chunk's step are done: reduce what arrived, then take the next step.
+// Sending and receiving in the same step never touch the same memory, and a step's receive
+// into the buffer comes after the send that read that segment (an earlier step) completed.
+void RingAllreduce::advance(int chunk) {
+  Chunk& state = chunks_[chunk];
+  if (state.step < size_ - 1) {
+    const int segment = positiveModulo(rank_ - state.step - 1, size_);
+    const std::int64_t count = chunkCount(segment, chunk);
+    if (count > 0) {
+      const std::int64_t within = chunk * chunkElements_;
+      buffer_.narrow(0, segmentStart(segment) + within, count)
+          .add_(scratch_.narrow(0, within, count));
+    }
+  }
+  if (++state.step == steps_) {
+    ++finished_;
+    return;
+  }
+  post(chunk);
+}
+
+bool RingAllreduce::progress() {
+  if (finished_ == static_cast<int>(chunks_.size())) return true;
+  int count = 0;
+  TL_MPI_CHECK(MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &count,
+                            completed_.data(), MPI_STATUSES_IGNORE));
+  if (count == MPI_UNDEFINED) count = 0;
+  // A chunk moves on once both of its requests are done (MPI_Testsome sets them to
+  // MPI_REQUEST_NULL), whether in this call or an earlier one; each chunk once per call.
+  std::vector<int> touched;
+  for (int i = 0; i < count; ++i) touched.push_back(completed_[i] / 2);
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  for (int chunk : touched) {
+    if (requests_[2 * chunk] == MPI_REQUEST_NULL && requests_[2 * chunk + 1] == MPI_REQUEST_NULL)
+      advance(chunk);
+  }
+  return finished_ == static_cast<int>(chunks_.size());
+}
+
+}  // namespace tl::comm::detail
