@@ -1,9 +1,16 @@
 // Cost of the exact (placement-independent) gradient reduction against the fp32 one, on
 // ResNet-18's gradients (11.2M floats), and as a share of a ResNet-18 CIFAR training step
-// (batch 32, one compute thread) measured in the same run. Run under `mpirun -np 2`.
+// (batch 32, one compute thread) measured in the same run; then the transport alone: the tl
+// communicator against a blocking MPI_Allreduce of the same buffer (and against tl's previous
+// transport, MPI_Iallreduce) for 1, 4 and 25 MiB and for ResNet-18's gradients in 25 MiB
+// buckets. Configurations alternate within each round (forward, then backward order), and every
+// figure is the median over rounds with its 95 % confidence interval. Run under `mpirun -np 2`.
 //
-//   bench_reduction [--reductions K] [--train-steps S] [--train-step-ms MS]
+//   bench_reduction [--reductions K] [--train-steps S] [--train-step-ms MS] [--rounds R]
+//                   [--ring-chunk-kib C]
 //
+// --reductions: rounds of the reduction table; --rounds: rounds of the transport tables.
+// --ring-chunk-kib: the ring's chunk (MpiCommunicatorOptions::ringChunkBytes), to tune it.
 // --train-step-ms skips the training-step measurement and uses the given time instead.
 #include <ATen/ATen.h>
 #include <mpi.h>
@@ -16,8 +23,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <functional>
+#include <limits>
 #include <vector>
 
+#include "bench/bench_stats.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
 #include "runtime/models/model.h"
 #include "runtime/optim/optimizer.h"
@@ -27,74 +37,61 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using tl::bench::MedianCi;
+using tl::bench::medianWithCi;
 
 double msSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+// Times each configuration once per round (after `warmups` unrecorded rounds), in the order
+// roundOrder gives, after a barrier; times[c][round] in ms. `repeats` calls per measurement, so
+// that short operations are timed over a few ms. Every process calls this with the same
+// configurations (they hold collectives).
+std::vector<std::vector<double>> timeInRounds(tl::comm::Communicator& comm,
+                                              const std::vector<std::function<void()>>& configs,
+                                              int rounds, int warmups, int repeats = 1) {
+  std::vector<std::vector<double>> times(configs.size());
+  for (int round = -warmups; round < rounds; ++round) {
+    for (size_t c : tl::bench::roundOrder(configs.size(), size_t(round + warmups))) {
+      comm.barrier();
+      const auto t0 = Clock::now();
+      for (int r = 0; r < repeats; ++r) configs[c]();
+      if (round >= 0) times[c].push_back(msSince(t0) / repeats);
+    }
+  }
+  return times;
 }
 
-struct ReductionTimes {
-  double contributeMs = 0;  // addContribution, per local contribution
-  double finishMs = 0;      // finish: collectives and conversion back
-  double totalMs = 0;       // one whole reduction (all local contributions + finish)
-};
-
-// Median times of `repeats` reductions of `local` contributions per process. Every process
-// calls this with the same arguments (collectives inside).
-ReductionTimes timeReduction(tl::reduce::GradientReducer& reducer, tl::comm::Communicator& comm,
-                             const std::vector<at::Tensor>& grads, int local, int repeats) {
-  std::vector<at::Tensor> out;
-  for (const auto& g : grads) out.push_back(at::empty_like(g));
-  std::vector<double> contribute, finish, total;
-  for (int i = -2; i < repeats; ++i) {  // two warm-up rounds (the exact mode's first replays)
-    comm.barrier();
-    const auto t0 = Clock::now();
-    bool done = false;
-    double contributeMs = 0, finishMs = 0;
-    while (!done) {
-      reducer.beginStep();
-      const auto c0 = Clock::now();
-      for (int w = 0; w < local; ++w) reducer.addContribution(grads);
-      contributeMs = msSince(c0) / local;
-      const auto f0 = Clock::now();
-      done = reducer.finish(out, int64_t(local) * comm.size());
-      finishMs = msSince(f0);
-    }
-    if (i < 0) continue;
-    total.push_back(msSince(t0));
-    contribute.push_back(contributeMs);
-    finish.push_back(finishMs);
-  }
-  return {median(contribute), median(finish), median(total)};
+// Per round a / b: paired, so load that hits the whole round cancels.
+MedianCi ratioCi(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> ratios;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) ratios.push_back(a[i] / b[i]);
+  return medianWithCi(ratios);
 }
 
-// Median ms of allreducing `elements` values of `dtype` in 25 MiB buckets, through the tl
-// communicator or through blocking MPI_Allreduce: what the transport costs for each mode.
-double timeTransport(tl::comm::Communicator& comm, int64_t elements, at::ScalarType dtype,
-                     bool blockingMpi, int repeats) {
-  const int64_t perBucket = (int64_t(25) << 20) / int64_t(at::elementSize(dtype));
-  std::vector<at::Tensor> buckets;
-  for (int64_t done = 0; done < elements; done += perBucket)
-    buckets.push_back(at::ones({std::min(perBucket, elements - done)}, dtype));
-  std::vector<double> times;
-  for (int i = -1; i < repeats; ++i) {
-    comm.barrier();
-    const auto t0 = Clock::now();
-    for (auto& b : buckets) {
-      if (!blockingMpi) {
-        comm.allreduce(b, tl::comm::ReduceOp::Sum);
-      } else {
-        MPI_Allreduce(MPI_IN_PLACE, b.data_ptr(), int(b.numel()),
-                      dtype == at::kFloat ? MPI_FLOAT : MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-      }
-    }
-    if (i >= 0) times.push_back(msSince(t0));
+// One whole reduction: every local contribution, then finish (again, if the exact mode's
+// speculative scale asks for a replay).
+void reduceOnce(tl::reduce::GradientReducer& reducer, const std::vector<at::Tensor>& grads,
+                std::vector<at::Tensor>& out, int local, int64_t total) {
+  bool done = false;
+  while (!done) {
+    reducer.beginStep();
+    for (int w = 0; w < local; ++w) reducer.addContribution(grads);
+    done = reducer.finish(out, total);
   }
-  return median(times);
+}
+
+// Allreduce of `buffers` in place: through a tl communicator, or a blocking MPI_Allreduce.
+std::function<void()> allreduceThrough(tl::comm::Communicator* comm, std::vector<at::Tensor>& buffers) {
+  if (comm) return [comm, &buffers] {
+    for (auto& b : buffers) comm->allreduce(b, tl::comm::ReduceOp::Sum);
+  };
+  return [&buffers] {
+    for (auto& b : buffers)
+      MPI_Allreduce(MPI_IN_PLACE, b.data_ptr(), int(b.numel()),
+                    b.scalar_type() == at::kFloat ? MPI_FLOAT : MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  };
 }
 
 // Every collective a no-op: the reducers' own work (copying or quantising, converting back)
@@ -130,7 +127,7 @@ double timeTrainingStep(tl::models::Model& model, int steps) {
     opt->step(0.01);
     if (i >= 0) times.push_back(msSince(t0));
   }
-  return median(times);
+  return medianWithCi(times).median;
 }
 
 double flagValue(int argc, char** argv, const char* name, double fallback) {
@@ -143,11 +140,19 @@ double flagValue(int argc, char** argv, const char* name, double fallback) {
 
 int main(int argc, char** argv) {
   tl::comm::MpiSession session(&argc, &argv);
-  auto comm = tl::comm::createMpiWorldCommunicator();
-  const int repeats = int(flagValue(argc, argv, "--reductions", 5));
+  tl::comm::MpiCommunicatorOptions ring;
+  ring.ringChunkBytes = std::int64_t(flagValue(argc, argv, "--ring-chunk-kib", 1024) * 1024);
+  auto comm = tl::comm::createMpiWorldCommunicator(ring);
+  // tl's transport before the ring: every allreduce through MPI_Iallreduce.
+  tl::comm::MpiCommunicatorOptions iallreduceOnly;
+  iallreduceOnly.ringMinBytes = std::numeric_limits<std::int64_t>::max();
+  auto iallreduceComm = tl::comm::createMpiWorldCommunicator(iallreduceOnly);
+  const int repeats = int(flagValue(argc, argv, "--reductions", 11));
+  const int rounds = int(flagValue(argc, argv, "--rounds", 15));
   const int trainSteps = int(flagValue(argc, argv, "--train-steps", 3));
   double stepMs = flagValue(argc, argv, "--train-step-ms", 0);
   at::set_num_threads(1);  // one compute thread per process, as in the training step
+  const bool printer = comm->rank() == 0;
 
   torch::manual_seed(0);
   tl::models::ModelConfig mc;
@@ -175,66 +180,90 @@ int main(int argc, char** argv) {
   }
   NoTransportComm alone;
   const int64_t bucketBytes = 25 << 20;
-  struct Row {
-    std::string mode;
-    int local;
-    ReductionTimes withTransport, ownWork;
-  };
-  std::vector<Row> rows;
-  for (int local : {1, 4}) {
-    for (const std::string mode : {"fp32", "exact"}) {
-      auto make = [&](tl::comm::Communicator& c) {
-        return mode == "fp32" ? tl::reduce::createFp32Reducer(c, params, bucketBytes)
-                              : tl::reduce::createExactReducer(c, params, names, bucketBytes);
-      };
-      Row row{mode, local, {}, {}};
-      row.withTransport = timeReduction(*make(*comm), *comm, grads, local, repeats);
-      row.ownWork = timeReduction(*make(alone), alone, grads, local, repeats);
-      rows.push_back(row);
-    }
-  }
+  std::vector<at::Tensor> out;
+  for (const auto& g : grads) out.push_back(at::empty_like(g));
 
-  if (comm->rank() == 0) {
+  if (printer) {
     std::printf("ResNet-18 gradients: %zu tensors, %.1fM floats; %d processes (MPI), 1 compute thread "
-                "each; median of %d reductions\n",
+                "each; median [95 %% CI] over %d alternating rounds\n",
                 params.size(), elements / 1e6, comm->size(), repeats);
     std::printf("training step (ResNet-18, CIFAR, batch 32, forward+backward+SGD): %.1f ms\n\n", stepMs);
-    std::printf("%-6s %-8s %13s %10s %13s %12s %11s %10s\n", "mode", "local", "ms/reduction",
-                "vs fp32", "of which own", "contribute", "finish", "overhead");
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      const Row& base = rows[i - i % 2];  // the fp32 row with the same local count
-      const bool isExact = r.mode == "exact";
-      // Overhead: the extra time per step over fp32, against the local workers' compute.
-      const double overhead = (r.withTransport.totalMs - base.withTransport.totalMs) / (stepMs * r.local) * 100.0;
-      char ratio[32], extra[32];
-      std::snprintf(ratio, sizeof ratio, "%.2f", r.withTransport.totalMs / base.withTransport.totalMs);
-      std::snprintf(extra, sizeof extra, isExact ? "%.1f %%" : "-", overhead);
-      std::printf("%-6s %-8d %13.1f %10s %13.1f %12.1f %11.1f %10s\n", r.mode.c_str(), r.local,
-                  r.withTransport.totalMs, ratio, r.ownWork.totalMs, r.withTransport.contributeMs, r.withTransport.finishMs, extra);
-    }
-    std::printf("\nlocal: contributions per process (logical workers); contribute: ms per addContribution;\n"
-                "of which own: the same reduction with no-op collectives (the reducer's own work);\n"
-                "overhead: (exact - fp32 ms/reduction) / (training step ms x local); target <= 5 %%\n");
+    std::printf("%-6s %-6s %-24s %-24s %-28s\n", "local", "mode", "ms/reduction", "own work ms",
+                "exact overhead of the step");
   }
+  for (int local : {1, 4}) {
+    const int64_t total = int64_t(local) * comm->size();
+    auto fp32 = tl::reduce::createFp32Reducer(*comm, params, bucketBytes);
+    auto exact = tl::reduce::createExactReducer(*comm, params, names, bucketBytes);
+    auto fp32Alone = tl::reduce::createFp32Reducer(alone, params, bucketBytes);
+    auto exactAlone = tl::reduce::createExactReducer(alone, params, names, bucketBytes);
+    const auto withTransport = timeInRounds(
+        *comm, {[&] { reduceOnce(*fp32, grads, out, local, total); },
+                [&] { reduceOnce(*exact, grads, out, local, total); }},
+        repeats, 2);  // two warm-up rounds (the exact mode's first replays)
+    const auto ownWork = timeInRounds(
+        *comm, {[&] { reduceOnce(*fp32Alone, grads, out, local, total); },
+                [&] { reduceOnce(*exactAlone, grads, out, local, total); }},
+        repeats, 2);
+    // Overhead: the extra time per step over fp32, against the local workers' compute.
+    std::vector<double> overhead;
+    for (int r = 0; r < repeats; ++r)
+      overhead.push_back((withTransport[1][r] - withTransport[0][r]) / (stepMs * local) * 100.0);
+    if (printer) {
+      const char* modes[] = {"fp32", "exact"};
+      for (int m = 0; m < 2; ++m) {
+        const std::string share = m == 0 ? "-" : tl::bench::formatCi(medianWithCi(overhead), "%.2f") + " %";
+        std::printf("%-6d %-6s %-24s %-24s %-28s\n", local, modes[m],
+                    tl::bench::formatCi(medianWithCi(withTransport[m]), "%.1f").c_str(),
+                    tl::bench::formatCi(medianWithCi(ownWork[m]), "%.1f").c_str(), share.c_str());
+      }
+    }
+  }
+  if (printer)
+    std::printf("\nlocal: contributions per process (logical workers); own work: the same reduction\n"
+                "with no-op collectives; exact overhead: (exact - fp32 ms/reduction) / (training step\n"
+                "ms x local), per round; target <= 1.5 %% with 1 local\n");
 
-  // The transport alone, for both payloads.
-  double transport[2][2];  // [fp32, int64][tl communicator, blocking MPI_Allreduce]
-  for (int kind = 0; kind < 2; ++kind)
-    for (int blocking = 0; blocking < 2; ++blocking)
-      transport[kind][blocking] = timeTransport(*comm, elements, kind ? at::kLong : at::kFloat, blocking, repeats);
-  if (comm->rank() == 0) {
-    std::printf("\ntransport of the gradients, 25 MiB buckets (ms)\n%-22s %16s %16s\n", "payload",
-                "tl communicator", "MPI_Allreduce");
-    std::printf("%-22s %16.1f %16.1f\n", "fp32 (4 bytes/value)", transport[0][0], transport[0][1]);
-    std::printf("%-22s %16.1f %16.1f\n", "int64 (8 bytes/value)", transport[1][0], transport[1][1]);
-    for (size_t i = 1; i < rows.size(); i += 2) {
-      const double own = rows[i].ownWork.totalMs - rows[i - 1].ownWork.totalMs;
-      const double projected = (own + transport[1][1] - transport[0][1]) / (stepMs * rows[i].local) * 100.0;
-      std::printf("exact overhead with %d local, blocking-MPI transport: %.1f %% of the step "
-                  "(own work %+.1f ms, transport %+.1f ms)\n",
-                  rows[i].local, projected, own, transport[1][1] - transport[0][1]);
+  // The transport alone: one buffer of each size, and the gradients in 25 MiB buckets.
+  if (printer)
+    std::printf("\ntransport: allreduce (sum, in place) ms, median [95 %% CI] over %d alternating rounds\n"
+                "%-7s %-10s %-22s %-22s %-22s %-20s %-20s\n", rounds, "payload", "size",
+                "tl communicator", "tl, MPI_Iallreduce", "MPI_Allreduce", "tl / MPI_Allreduce",
+                "Iallreduce / MPI_A.");
+  for (at::ScalarType dtype : {at::kFloat, at::kLong}) {
+    const int64_t itemSize = int64_t(at::elementSize(dtype));
+    struct Payload {
+      std::string label;
+      std::vector<at::Tensor> buffers;
+    };
+    std::vector<Payload> payloads;
+    for (int mib : {1, 4, 25})
+      payloads.push_back({std::to_string(mib) + " MiB", {at::zeros({(int64_t(mib) << 20) / itemSize}, dtype)}});
+    Payload gradients{"RN18 grads", {}};
+    for (int64_t done = 0, per = bucketBytes / itemSize; done < elements; done += per)
+      gradients.buffers.push_back(at::zeros({std::min(per, elements - done)}, dtype));
+    payloads.push_back(gradients);
+    for (auto& p : payloads) {
+      const int64_t bytes = p.buffers[0].nbytes();
+      const int perRound = int(std::clamp<int64_t>((int64_t(16) << 20) / bytes, 1, 16));
+      const auto t = timeInRounds(*comm,
+                                  {allreduceThrough(comm.get(), p.buffers),
+                                   allreduceThrough(iallreduceComm.get(), p.buffers),
+                                   allreduceThrough(nullptr, p.buffers)},
+                                  rounds, 1, perRound);
+      if (printer)
+        std::printf("%-7s %-10s %-22s %-22s %-22s %-20s %-20s\n",
+                    dtype == at::kFloat ? "fp32" : "int64", p.label.c_str(),
+                    tl::bench::formatCi(medianWithCi(t[0]), "%.2f").c_str(),
+                    tl::bench::formatCi(medianWithCi(t[1]), "%.2f").c_str(),
+                    tl::bench::formatCi(medianWithCi(t[2]), "%.2f").c_str(),
+                    tl::bench::formatCi(ratioCi(t[0], t[2]), "%.2f").c_str(),
+                    tl::bench::formatCi(ratioCi(t[1], t[2]), "%.2f").c_str());
     }
   }
+  if (printer)
+    std::printf("\ntl communicator: the ring for order-free sums (mpi_ring_allreduce.h); tl, MPI_Iallreduce:\n"
+                "the same communicator with the ring off (tl's transport before it); ratios per round;\n"
+                "RN18 grads: ResNet-18's gradients in 25 MiB buckets; target tl / MPI_Allreduce <= 1.1\n");
   return 0;
 }

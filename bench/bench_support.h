@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_stats.h"  // medians with confidence intervals, alternating rounds
+
 namespace tl::bench {
 
 inline std::string binDir() { return TL_BIN_DIR; }
