@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
                   tl::bench::formatCi(tl::bench::medianWithCi(t[i]), "%.1f", 1e3).c_str(),
                   tl::bench::formatCi(tl::bench::medianWithCi(scaledOne), "%.1f", 1e3).c_str(),
                   tl::bench::formatPercentCi(overhead).c_str());
+      std::fflush(stdout);  // rows as they come: a full run takes minutes
       medians.push_back(overhead.median - 1);
       everyRound.insert(everyRound.end(), ratio.begin(), ratio.end());
     }
