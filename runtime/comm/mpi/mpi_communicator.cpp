@@ -80,6 +80,19 @@ class MpiCommunicator final : public Communicator {
     tensor.copy_(host);
   }
 
+  std::unique_ptr<PendingCollective> startAllreduce(at::Tensor& tensor, ReduceOp op,
+                                                    const CollectiveOptions& options) override {
+    // A CUDA tensor is staged through host memory around the collective: blocking.
+    if (tensor.is_cuda()) return Communicator::startAllreduce(tensor, op, options);
+    enter("allreduce");
+    checkTensor(tensor, "allreduce", /*mustBeContiguous=*/true);
+    Started started = begin({tensor}, options, [&](std::vector<MPI_Request>& requests) {
+      startAllreduceOps(tensor, op, requests);
+    });
+    return std::make_unique<Pending>(*this, std::move(started),
+                                     str("allreduce(", toString(op), ", ", describeTensor(tensor), ")"));
+  }
+
   // Bytes, not typed elements: broadcast copies, so every dtype works.
   void broadcast(at::Tensor& tensor, int root, const CollectiveOptions& options) override {
     enter("broadcast");
@@ -132,19 +145,22 @@ class MpiCommunicator final : public Communicator {
   // The collectives on host memory; errors name `shown`, the caller's tensor.
   void allreduceHost(at::Tensor& tensor, ReduceOp op, const CollectiveOptions& options,
                      const at::Tensor& shown) {
+    run(
+        [&] { return str("allreduce(", toString(op), ", ", describeTensor(shown), ")"); },
+        {tensor}, options,
+        [&](std::vector<MPI_Request>& requests) { startAllreduceOps(tensor, op, requests); });
+  }
+
+  void startAllreduceOps(at::Tensor& tensor, ReduceOp op, std::vector<MPI_Request>& requests) {
     const MPI_Datatype type = detail::reductionDatatype(tensor.scalar_type());
     const MPI_Op mpiOp = detail::reductionOperation(op);
     auto* base = static_cast<char*>(tensor.data_ptr());
     const std::int64_t itemSize = tensor.element_size();
-    run(
-        [&] { return str("allreduce(", toString(op), ", ", describeTensor(shown), ")"); },
-        {tensor}, options, [&](std::vector<MPI_Request>& requests) {
-          forEachChunk(tensor.numel(), options_.maxCountPerCall, [&](std::int64_t offset, int count) {
-            requests.push_back(MPI_REQUEST_NULL);
-            TL_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, base + offset * itemSize, count, type, mpiOp,
-                                        comm_, &requests.back()));
-          });
-        });
+    forEachChunk(tensor.numel(), options_.maxCountPerCall, [&](std::int64_t offset, int count) {
+      requests.push_back(MPI_REQUEST_NULL);
+      TL_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, base + offset * itemSize, count, type, mpiOp,
+                                  comm_, &requests.back()));
+    });
   }
 
   void broadcastHost(at::Tensor& tensor, int root, const CollectiveOptions& options,
@@ -197,18 +213,59 @@ class MpiCommunicator final : public Communicator {
     checkOnMpiThread(operation);
   }
 
+  // A collective whose operations have started: what MPI still writes into, and its deadline.
+  struct Started {
+    std::vector<MPI_Request> requests;
+    std::vector<at::Tensor> buffers;
+    std::chrono::milliseconds timeout{};
+    detail::Clock::time_point deadline;
+  };
+
   // Starts a collective's operations and waits for them until the deadline. Any failure once
   // operations may have started leaves members out of step, so it fails the communicator for
   // good: the error is kept and rethrown by every later call.
   void run(const std::function<std::string()>& describe, std::vector<at::Tensor> buffers,
            const CollectiveOptions& options,
            const std::function<void(std::vector<MPI_Request>&)>& start) {
-    const std::chrono::milliseconds timeout = timeoutFor(options);
-    const detail::Clock::time_point deadline = detail::deadlineAfter(timeout);
-    std::vector<MPI_Request> requests;
+    Started op = begin(std::move(buffers), options, start);
+    finish(op, describe);
+  }
+
+  Started begin(std::vector<at::Tensor> buffers, const CollectiveOptions& options,
+                const std::function<void(std::vector<MPI_Request>&)>& start) {
+    Started op;
+    op.buffers = std::move(buffers);
+    op.timeout = timeoutFor(options);
+    op.deadline = detail::deadlineAfter(op.timeout);
     rollCall_->enter();
     try {
-      start(requests);
+      start(op.requests);
+    } catch (...) {
+      fail(op, std::current_exception());
+      throw;
+    }
+    return op;
+  }
+
+  // One MPI_Testall: true once every operation of `op` is complete.
+  bool progress(Started& op) {
+    if (failure_) std::rethrow_exception(failure_);
+    int complete = 0;
+    const int mpiError = MPI_Testall(static_cast<int>(op.requests.size()), op.requests.data(),
+                                     &complete, MPI_STATUSES_IGNORE);
+    if (mpiError != MPI_SUCCESS) {
+      try {
+        detail::throwMpiError(mpiError, "MPI_Testall", __FILE__, __LINE__);
+      } catch (...) {
+        fail(op, std::current_exception());
+        throw;
+      }
+    }
+    return complete != 0;
+  }
+
+  void finish(Started& op, const std::function<std::string()>& describe) {
+    try {
       int mpiError = MPI_SUCCESS;
       unsigned polls = 0;
       const bool done = detail::pollUntil(
@@ -216,24 +273,60 @@ class MpiCommunicator final : public Communicator {
             // Peers whose own wait timed out ask who is here; answer every few polls.
             if (++polls % kPollsPerAnswer == 0) rollCall_->answer();
             int complete = 0;
-            mpiError = MPI_Testall(static_cast<int>(requests.size()), requests.data(), &complete,
-                                   MPI_STATUSES_IGNORE);
+            mpiError = MPI_Testall(static_cast<int>(op.requests.size()), op.requests.data(),
+                                   &complete, MPI_STATUSES_IGNORE);
             return mpiError != MPI_SUCCESS || complete != 0;
           },
-          deadline);
+          op.deadline);
       if (mpiError != MPI_SUCCESS)
         detail::throwMpiError(mpiError, "MPI_Testall", __FILE__, __LINE__);
       if (!done) {
-        const std::vector<int> absent = rollCall_->absentees(rollCallGrace(timeout));
-        throw TimeoutError(detail::timeoutMessage("mpi", describe(), rank_, size_, timeout,
-                                                  rollCall_->describeAbsentees(absent, timeout)));
+        const std::vector<int> absent = rollCall_->absentees(rollCallGrace(op.timeout));
+        throw TimeoutError(detail::timeoutMessage("mpi", describe(), rank_, size_, op.timeout,
+                                                  rollCall_->describeAbsentees(absent, op.timeout)));
       }
     } catch (...) {
-      failure_ = std::current_exception();
-      detail::keepAliveUntilFinalize(std::move(buffers));
+      fail(op, std::current_exception());
       throw;
     }
   }
+
+  void fail(Started& op, std::exception_ptr error) {
+    if (!failure_) failure_ = std::move(error);
+    detail::keepAliveUntilFinalize(std::move(op.buffers));
+  }
+
+  // startAllreduce's handle: waits as the blocking collective does.
+  class Pending final : public PendingCollective {
+   public:
+    Pending(MpiCommunicator& comm, Started op, std::string description)
+        : comm_(comm), op_(std::move(op)), description_(std::move(description)) {}
+    ~Pending() override {
+      if (!done_) {
+        comm_.fail(op_, std::make_exception_ptr(Error(str("mpi ", description_, " was abandoned "
+                                                           "before it completed"))));
+      }
+    }
+    bool test() override {
+      if (!done_) {
+        comm_.enter("allreduce");
+        done_ = comm_.progress(op_);
+      }
+      return done_;
+    }
+    void wait() override {
+      if (done_) return;
+      comm_.enter("allreduce");
+      done_ = true;  // whatever happens next, this handle no longer owns a live operation
+      comm_.finish(op_, [this] { return description_; });
+    }
+
+   private:
+    MpiCommunicator& comm_;
+    Started op_;
+    std::string description_;
+    bool done_ = false;
+  };
 
   // How long a roll call waits for answers: members that are there answer within
   // milliseconds, so the limit matters only for those that are not.
