@@ -3,7 +3,7 @@
 // synthetic images, 1 and 2 ESTs per process, exact and fp32 reduction. Run under
 // `mpirun -np 2`; every process builds the same jobs in the same order.
 //
-//   bench_overlap [--rounds R] [--steps S] [--batch B] [--data DIR]
+//   bench_overlap [--rounds R] [--steps S] [--batch B] [--bucket-mb MB] [--data DIR]
 //
 // Each round runs every configuration once with overlap off and once on, the two back to back
 // in an order that alternates from round to round, so a slow spell of this shared machine hits
@@ -56,8 +56,8 @@ struct Config {
 };
 
 // Median step seconds of one job (the same on every process: the slowest one's, via a max).
-double stepSeconds(const Config& c, bool overlap, int steps, int batch, const std::string& data,
-                   tl::comm::Communicator& world) {
+double stepSeconds(const Config& c, bool overlap, int steps, int batch, double bucketMb,
+                   const std::string& data, tl::comm::Communicator& world) {
   tl::JobConfig job;
   job.model.arch = c.arch;
   job.model.depth = c.depth;
@@ -70,6 +70,7 @@ double stepSeconds(const Config& c, bool overlap, int steps, int batch, const st
   job.reduction = c.reduction;
   job.logEvery = 0;
   job.overlap = overlap;
+  job.bucketBytes = int64_t(bucketMb * 1024 * 1024);
   auto executor = tl::est::ExecutorBuilder(job)
                       .layout(tl::est::Placement::withIdleMembers({c.perProcess, c.perProcess}), world, world)
                       .build();
@@ -90,19 +91,21 @@ int main(int argc, char** argv) {
   tl::comm::MpiSession session(&argc, &argv);
   auto world = tl::comm::createMpiWorldCommunicator();
   int rounds = 3, steps = 4, batch = 16;
+  double bucketMb = 25;
   std::string data = "/tmp/tl-bench-overlap-data";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--batch")) batch = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--bucket-mb")) bucketMb = std::atof(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--data")) data = argv[i + 1];
     else {
       std::fprintf(stderr, "bench_overlap: unknown flag %s\n", argv[i]);
       return 2;
     }
   }
-  if (rounds < 1 || steps < 1 || batch < 1) {
-    std::fprintf(stderr, "bench_overlap: --rounds, --steps and --batch must be positive\n");
+  if (rounds < 1 || steps < 1 || batch < 1 || !(bucketMb > 0)) {
+    std::fprintf(stderr, "bench_overlap: --rounds, --steps, --batch and --bucket-mb must be positive\n");
     return 2;
   }
   if (world->rank() == 0) {
@@ -122,8 +125,8 @@ int main(int argc, char** argv) {
   for (int r = 0; r < rounds; ++r) {
     for (size_t i = 0; i < configs.size(); ++i) {
       const bool onFirst = (r + int(i)) % 2 == 0;
-      const double a = stepSeconds(configs[i], onFirst, steps, batch, data, *world);
-      const double b = stepSeconds(configs[i], !onFirst, steps, batch, data, *world);
+      const double a = stepSeconds(configs[i], onFirst, steps, batch, bucketMb, data, *world);
+      const double b = stepSeconds(configs[i], !onFirst, steps, batch, bucketMb, data, *world);
       on[i].push_back(onFirst ? a : b);
       off[i].push_back(onFirst ? b : a);
       ratio[i].push_back(on[i].back() / off[i].back());
@@ -134,9 +137,9 @@ int main(int argc, char** argv) {
     }
   }
   if (world->rank() != 0) return 0;
-  std::printf("bench_overlap: 2 processes, batch %d per EST, %d rounds of %d timed steps, "
-              "compute threads %d\n",
-              batch, rounds, steps, at::get_num_threads());
+  std::printf("bench_overlap: 2 processes, batch %d per EST, buckets of %g MiB, %d rounds of %d timed "
+              "steps, compute threads %d\n",
+              batch, bucketMb, rounds, steps, at::get_num_threads());
   std::printf("%-24s %12s %12s %10s %18s\n", "config", "off ms/step", "on ms/step", "on/off", "on/off range");
   for (size_t i = 0; i < configs.size(); ++i) {
     const auto [lo, hi] = std::minmax_element(ratio[i].begin(), ratio[i].end());
