@@ -11,6 +11,7 @@
 // first-step replay among them); the table gives, per configuration, the median over rounds of
 // each, and the median and range of the per-round ratios on/off (below 1: overlap is faster).
 #include <ATen/Parallel.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -90,6 +91,7 @@ double stepSeconds(const Config& c, bool overlap, int steps, int batch, double b
 int main(int argc, char** argv) {
   tl::comm::MpiSession session(&argc, &argv);
   auto world = tl::comm::createMpiWorldCommunicator();
+  spdlog::set_level(spdlog::level::warn);  // the jobs' epoch tables would bury the table
   int rounds = 3, steps = 4, batch = 16;
   double bucketMb = 25;
   std::string data = "/tmp/tl-bench-overlap-data";

@@ -101,6 +101,7 @@ class ExactReducer final : public GradientReducer {
   void addGradient(size_t t, const at::Tensor& grad) override {
     TL_CHECK_LT(t, shapes_.size(), "streamed tensor index");
     TL_CHECK(launches_->streaming(), "addGradient() outside a streamed contribution");
+    TL_CHECK(!launches_->streamed(t), "tensor ", t, " was streamed twice in one contribution");
     quantise(t, grad);
     launches_->add(t);
   }
@@ -114,7 +115,7 @@ class ExactReducer final : public GradientReducer {
     TL_CHECK_LE(totalContributions, fixed::kMaxContributions);
     TL_CHECK_LE(contributions_, totalContributions);
     TL_CHECK_EQ(out.size(), shapes_.size());
-    for (size_t t = 0; t < out.size(); ++t) {  // before any collective: a throw must not strand peers
+    for (size_t t = 0; t < out.size(); ++t) {  // before finish's collectives: a throw must not strand peers
       TL_CHECK(out[t].sizes() == at::IntArrayRef(shapes_[t]), "output for '", names_[t], "'");
       TL_CHECK_EQ(out[t].scalar_type(), at::kFloat, "output for '", names_[t], "'");
     }

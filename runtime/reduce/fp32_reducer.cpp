@@ -72,6 +72,7 @@ class Fp32Reducer final : public GradientReducer {
   void addGradient(size_t t, const at::Tensor& grad) override {
     TL_CHECK_LT(t, shapes_.size(), "streamed tensor index");
     TL_CHECK(launches_->streaming(), "addGradient() outside a streamed contribution");
+    TL_CHECK(!launches_->streamed(t), "tensor ", t, " was streamed twice in one contribution");
     add(buckets_[slots_[t].first], slots_[t].second, grad);
     launches_->add(t);
   }
