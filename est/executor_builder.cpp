@@ -13,7 +13,7 @@ namespace {
 // The one place that turns the job's device into a step backend.
 std::unique_ptr<StepBackend> createBackend(const JobConfig& job, Replica& replica) {
   if (job.device.isSimulated()) return createSimulatedBackend(job.device.simRate);
-  return createTrainingBackend(replica);
+  return createTrainingBackend(replica, job.overlap);
 }
 
 }  // namespace

@@ -54,6 +54,7 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
       bytesPerEst_ = round_->bytesPerEst();
       s.commSeconds = reduceSeconds + secondsBetween(c0, c1) + secondsBetween(c2, c3);
       s.stepSeconds = secondsBetween(t0, c3);
+      s.overlap = backend_->overlap();
       record.recordStep(s, lead());
       if (stepBoundary(observer, s.computeSeconds, local.samples, record.result()) == StepAction::Stop) break;
     }

@@ -52,7 +52,8 @@ void LocalRound::estBody(int i) {
         atStepStart.install(device_);  // the replay must draw the same dropout masks
       }
       const double before = compute_[size_t(i)];
-      stats_[size_t(i)] = backend_.computeEst(ctx.logicalRank, images, labels, compute_[size_t(i)]);
+      const bool last = i + 1 == int(local_.size());
+      stats_[size_t(i)] = backend_.computeEst(ctx.logicalRank, last, images, labels, compute_[size_t(i)]);
       if (slowdown_ > 1) {
         const auto s0 = std::chrono::steady_clock::now();
         std::this_thread::sleep_for(std::chrono::duration<double>((slowdown_ - 1) * (compute_[size_t(i)] - before)));

@@ -36,12 +36,19 @@ void RunRecorder::recordStep(const StepRecord& s, bool lead) {
   result_.computeSeconds += s.computeSeconds;
   const double ips = s.stepSeconds > 0 ? double(s.global.samples) / s.stepSeconds : 0;
   if (!lead) return;
-  metrics_.write({{"type", "step"}, {"step", s.stepsDone}, {"epoch", currentEpoch_},
-                  {"loss", s.global.meanLoss()}, {"acc", s.global.accuracy()}, {"lr", s.lr},
-                  {"images_per_s", ips}, {"data_wait_s", epoch_.dataWait},
-                  {"replays", result_.replays},
-                  {"time", std::chrono::duration<double>(
-                               std::chrono::system_clock::now().time_since_epoch()).count()}});
+  nlohmann::json record = {{"type", "step"}, {"step", s.stepsDone}, {"epoch", currentEpoch_},
+                           {"loss", s.global.meanLoss()}, {"acc", s.global.accuracy()}, {"lr", s.lr},
+                           {"images_per_s", ips}, {"data_wait_s", epoch_.dataWait},
+                           {"replays", result_.replays},
+                           {"time", std::chrono::duration<double>(
+                                        std::chrono::system_clock::now().time_since_epoch()).count()}};
+  if (s.overlap) {
+    // This process's view: of its buckets, how many started while its last EST's backward ran.
+    record["overlap_buckets"] = s.overlap->buckets;
+    record["overlap_buckets_during_backward"] = s.overlap->startedDuringBackward;
+    record["overlap_lead_s"] = s.overlap->leadSeconds;
+  }
+  metrics_.write(record);
   if (config_.logEvery > 0 && (s.stepsDone % config_.logEvery == 0 || s.stepsDone == plan_.totalSteps)) {
     spdlog::info("step {}/{} epoch {} loss {:.4f} acc {:.3f} lr {:.4g} {:.1f} images/s", s.stepsDone,
                  plan_.totalSteps, currentEpoch_, s.global.meanLoss(), s.global.accuracy(), s.lr, ips);

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 
+#include "est/step_backend.h"
 #include "est/step_timers.h"
 #include "runtime/job_config.h"
 #include "runtime/train/evaluate.h"
@@ -21,6 +23,7 @@ struct StepRecord {
   double computeSeconds = 0;    // this process: ESTs' forward/backward + optimizer
   double commSeconds = 0;       // reduction, buffer broadcast, stats allreduce
   double stepSeconds = 0;
+  std::optional<OverlapFigures> overlap;  // how the reduction overlapped backward (--overlap on)
 };
 
 class RunRecorder {

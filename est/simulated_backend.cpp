@@ -17,7 +17,7 @@ class SimulatedBackend final : public StepBackend {
   void beginStep() override {}
   void beginRound() override {}
 
-  train::BatchStats computeEst(int, const at::Tensor&, const at::Tensor& labels, double& computeSeconds) override {
+  train::BatchStats computeEst(int, bool, const at::Tensor&, const at::Tensor& labels, double& computeSeconds) override {
     const auto t0 = EpochTimers::Clock::now();
     // Busy for batch/RATE seconds without using a core.
     std::this_thread::sleep_for(std::chrono::duration<double>(double(labels.size(0)) / rate_));

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include <ATen/core/Tensor.h>
 
@@ -15,6 +16,14 @@
 #include "runtime/train/step.h"
 
 namespace tl::est {
+
+// Of one round with --overlap on: the gradient buckets, how many started their collective before
+// the last local EST's backward ended, and how long before that end the first one started.
+struct OverlapFigures {
+  int buckets = 0;
+  int startedDuringBackward = 0;
+  double leadSeconds = 0;
+};
 
 class StepBackend {
  public:
@@ -27,9 +36,10 @@ class StepBackend {
   // Main fiber, before every round (the first pass and each replay).
   virtual void beginRound() = 0;
   // EST fiber: one EST's forward and backward on its micro-batch, contributing its gradient.
-  // Adds the time spent computing to `computeSeconds`.
-  virtual train::BatchStats computeEst(int logicalRank, const at::Tensor& images, const at::Tensor& labels,
-                                       double& computeSeconds) = 0;
+  // `lastLocal`: the round's last local EST, whose gradient buckets may be reduced while its
+  // backward runs (--overlap). Adds the time spent computing to `computeSeconds`.
+  virtual train::BatchStats computeEst(int logicalRank, bool lastLocal, const at::Tensor& images,
+                                       const at::Tensor& labels, double& computeSeconds) = 0;
   // Main fiber, after a round: combines every member's contributions into the mean gradient
   // over `logicalWorkers`. False: the step must be replayed. Adds its time to `seconds`.
   virtual bool reduce(int logicalWorkers, double& seconds) = 0;
@@ -37,10 +47,15 @@ class StepBackend {
   // its owner (`root` on the device communicator) broadcasts them.
   virtual void applyRankZeroBuffers(bool ownsRankZero, int root) = 0;
   virtual void optimizerStep(double lr) = 0;
+  // How the last round's reduction overlapped backward (nullopt: it was not streamed).
+  virtual std::optional<OverlapFigures> overlap() const { return std::nullopt; }
 };
 
 // Real training on the replica's device.
-std::unique_ptr<StepBackend> createTrainingBackend(Replica& replica);
+// Real training on the replica's device. `overlap`: the last local EST streams its gradients
+// to the reducer from backward hooks (tensors the hooks do not see, e.g. on a GPU whose
+// autograd runs on another thread, go in after backward).
+std::unique_ptr<StepBackend> createTrainingBackend(Replica& replica, bool overlap);
 // The stand-in device: each batch takes batch/imagesPerSecond seconds, without using a core.
 std::unique_ptr<StepBackend> createSimulatedBackend(double imagesPerSecond);
 

@@ -1,7 +1,19 @@
 // Real training: the order of operations here is part of the job's bits (buffers reset before
 // each EST's forward, EST 0's buffers kept, one reduction, then the optimizer).
+//
+// Overlap (--overlap on): a post-hook on every parameter's gradient accumulator hands the
+// parameter's final gradient of the round's last local EST to the reducer the moment autograd
+// has accumulated it, so the reducer starts a bucket's collective while backward computes the
+// earlier layers. The hooks act only on the training thread: on a GPU, autograd runs them on
+// its device thread, where neither the communicator nor the reducer may be used; those
+// gradients then go in after backward, as without overlap.
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/variable.h>
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
 #include <vector>
 
 #include "est/step_backend.h"
@@ -24,23 +36,69 @@ void copyInto(std::vector<at::Tensor> dst, const std::vector<at::Tensor>& src) {
   for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
 }
 
+class TrainingBackend;
+
+// Calls back when autograd has accumulated parameter `index`'s gradient.
+class GradientReady final : public torch::autograd::FunctionPostHook {
+ public:
+  GradientReady(TrainingBackend& backend, size_t index) : backend_(backend), index_(index) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override;
+
+ private:
+  TrainingBackend& backend_;
+  size_t index_;
+};
+
 class TrainingBackend final : public StepBackend {
  public:
-  explicit TrainingBackend(Replica& replica) : r_(replica) {}
+  TrainingBackend(Replica& replica, bool overlap) : r_(replica), thread_(std::this_thread::get_id()) {
+    if (!overlap) return;
+    params_ = r_.model->parameters();
+    for (size_t t = 0; t < params_.size(); ++t) {
+      if (!params_[t].requires_grad()) continue;
+      // Held here: a variable keeps its accumulator only while a graph uses it, and the hook
+      // must survive from one backward to the next.
+      auto accumulator = torch::autograd::impl::grad_accumulator(params_[t]);
+      hooks_.push_back(accumulator->add_post_hook(std::make_unique<GradientReady>(*this, t)));
+      accumulators_.push_back(std::move(accumulator));
+    }
+  }
+
+  ~TrainingBackend() override {
+    for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hooks_[i]);
+  }
+
+  // From GradientReady, on whatever thread autograd runs it.
+  void gradientReady(size_t t) {
+    if (!streaming_ || std::this_thread::get_id() != thread_) return;
+    r_.reducer->addGradient(t, params_[t].grad());
+  }
 
   bool simulated() const override { return false; }
 
   void beginStep() override { buffersAtStepStart_ = cloneAll(r_.model->buffers()); }
 
-  void beginRound() override { r_.reducer->beginStep(); }
+  void beginRound() override {
+    r_.reducer->beginStep();
+    streamed_ = false;
+  }
 
-  train::BatchStats computeEst(int logicalRank, const at::Tensor& images, const at::Tensor& labels,
-                               double& computeSeconds) override {
+  train::BatchStats computeEst(int logicalRank, bool lastLocal, const at::Tensor& images,
+                               const at::Tensor& labels, double& computeSeconds) override {
     // DDP broadcasts rank 0's buffers before every forward: each EST starts from them.
     copyInto(r_.model->buffers(), buffersAtStepStart_);
+    const bool stream = lastLocal && !accumulators_.empty();
+    if (stream) r_.reducer->streamContribution();
+    streamed_ = stream;
     const auto t0 = Clock::now();
-    train::BatchStats stats = train::forwardBackward(*r_.model, images, labels);
-    computeSeconds += secondsBetween(t0, Clock::now());
+    train::BatchStats stats;
+    {
+      StreamingScope scope(streaming_, stream);
+      stats = train::forwardBackward(*r_.model, images, labels);
+    }
+    backwardEnd_ = Clock::now();
+    computeSeconds += secondsBetween(t0, backwardEnd_);
     if (logicalRank == 0) buffersOfRankZero_ = cloneAll(r_.model->buffers());
     r_.reducer->addContribution(train::gradients(*r_.model));
     return stats;
@@ -61,15 +119,53 @@ class TrainingBackend final : public StepBackend {
 
   void optimizerStep(double lr) override { r_.optimizer->step(lr); }
 
+  std::optional<OverlapFigures> overlap() const override {
+    if (!streamed_) return std::nullopt;
+    OverlapFigures f;
+    const auto starts = r_.reducer->bucketStartTimes();
+    f.buckets = int(starts.size());
+    Clock::time_point first = Clock::time_point::max();
+    for (const auto& t : starts) {
+      if (t == Clock::time_point{}) continue;
+      if (t < backwardEnd_) ++f.startedDuringBackward;
+      first = std::min(first, t);
+    }
+    if (first < backwardEnd_) f.leadSeconds = secondsBetween(first, backwardEnd_);
+    return f;
+  }
+
  private:
+  // streaming_ is true exactly while the streamed EST's forward and backward run, even if they throw.
+  class StreamingScope {
+   public:
+    StreamingScope(std::atomic<bool>& flag, bool on) : flag_(flag) { flag_ = on; }
+    ~StreamingScope() { flag_ = false; }
+
+   private:
+    std::atomic<bool>& flag_;
+  };
+
   Replica& r_;
+  const std::thread::id thread_;  // the training thread
+  std::vector<at::Tensor> params_;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<uintptr_t> hooks_;
+  std::atomic<bool> streaming_{false};  // a hook now streams its gradient (read by autograd's threads)
+  bool streamed_ = false;   // this round's last EST streamed
+  Clock::time_point backwardEnd_;
   std::vector<at::Tensor> buffersAtStepStart_, buffersOfRankZero_;
 };
 
+torch::autograd::variable_list GradientReady::operator()(const torch::autograd::variable_list& outputs,
+                                                         const torch::autograd::variable_list&) {
+  backend_.gradientReady(index_);
+  return outputs;
+}
+
 }  // namespace
 
-std::unique_ptr<StepBackend> createTrainingBackend(Replica& replica) {
-  return std::make_unique<TrainingBackend>(replica);
+std::unique_ptr<StepBackend> createTrainingBackend(Replica& replica, bool overlap) {
+  return std::make_unique<TrainingBackend>(replica, overlap);
 }
 
 }  // namespace tl::est

@@ -278,6 +278,16 @@ std::vector<LaunchFlag> buildTable() {
       [](const LaunchOptions& o) { return text(double(o.job.bucketBytes) / (1024 * 1024)); }));
   t.back().realRange = std::make_pair(0.001, 4096.0);
   t.push_back(custom(
+      "overlap", kRun,
+      "reduce each gradient bucket as soon as backward has produced it, while the rest of backward "
+      "runs (on|off); the result is the same bit for bit",
+      "off",
+      [](LaunchOptions& o, const std::string& v) {
+        TL_REQUIRE(v == "on" || v == "off", "--overlap: unknown value '", v, "' (expected one of on|off)");
+        o.job.overlap = v == "on";
+      },
+      [](const LaunchOptions& o) { return std::string(o.job.overlap ? "on" : "off"); }));
+  t.push_back(custom(
       "placement", kRun,
       "ESTs per process in rank order, e.g. 2,1,1, or auto: planned from each process's measured speed and "
       "re-planned while the job runs [even]",

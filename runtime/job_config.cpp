@@ -133,6 +133,7 @@ nlohmann::json toJson(const RunSettings& s) {
   j["cache_mb"] = s.cacheMb;
   j["device"] = s.device.toString();
   j["bucket_bytes"] = s.bucketBytes;
+  j["overlap"] = s.overlap;
   j["output_dir"] = s.outputDir;
   j["eval"] = s.eval;
   j["log_every"] = s.logEvery;
@@ -215,6 +216,7 @@ RunSettings runSettingsFromJson(const nlohmann::json& j) {
     s.cacheMb = j.value("cache_mb", -1.0);  // checkpoints before --cache-mb have none
     s.device = DeviceSpec::parse(j.at("device"));
     s.bucketBytes = j.at("bucket_bytes");
+    s.overlap = j.value("overlap", RunSettings{}.overlap);  // older checkpoints have none
     s.outputDir = j.at("output_dir");
     s.eval = j.at("eval");
     s.logEvery = j.at("log_every");

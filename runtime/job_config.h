@@ -83,6 +83,7 @@ struct RunSettings {
   DeviceSpec device;
   int deviceIndex = 0;         // cuda device of this process (set by the launcher)
   int64_t bucketBytes = 25 << 20;
+  bool overlap = true;         // reduce gradient buckets while backward still runs (same bits)
 
   std::string outputDir;       // metrics.jsonl, summary.json
   bool eval = false;           // test-set evaluation after every epoch

@@ -28,6 +28,19 @@ struct CollectiveOptions {
   std::optional<std::chrono::milliseconds> timeout;
 };
 
+// A collective started by Communicator::startAllreduce and not waited for yet. Used on the
+// communicator's thread only, and must not outlive its communicator. Destroyed unfinished, it
+// fails the communicator (sticky, as a timeout does): its members are out of step from then on.
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  // Lets the transport move the collective forward without blocking; true once it is complete.
+  virtual bool test() = 0;
+  // Returns when it is complete; throws what the blocking collective would (the deadline counts
+  // from the start). Calling it again returns at once.
+  virtual void wait() = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -37,6 +50,12 @@ class Communicator {
 
   // In place on a contiguous tensor. Sum/Max/Min for float32, float64, int32, int64, uint8.
   virtual void allreduce(at::Tensor& tensor, ReduceOp op, const CollectiveOptions& options = {}) = 0;
+  // The same allreduce, started now and finished by the returned handle's wait(), so that the
+  // caller computes meanwhile (a gradient bucket's reduction during backward). The tensor must
+  // stay untouched until then. It is one collective in the members' common order, counted when
+  // started. The default completes it before returning (a backend without an asynchronous path).
+  virtual std::unique_ptr<PendingCollective> startAllreduce(at::Tensor& tensor, ReduceOp op,
+                                                            const CollectiveOptions& options = {});
   virtual void broadcast(at::Tensor& tensor, int root, const CollectiveOptions& options = {}) = 0;
   // Returns a tensor of shape [size(), *tensor.shape] holding every member's tensor.
   virtual at::Tensor allgather(const at::Tensor& tensor, const CollectiveOptions& options = {}) = 0;

@@ -6,12 +6,17 @@
 // is derived only from global quantities. A step:
 //   addContribution: one fused pass per tensor quantises the gradient into the int64 bucket
 //     that accumulates this process's contributions, and records max |g|.
-//   finish: one small max-allreduce of the per-tensor maxima. If some tensor's values left the
-//     scale's range (overflow), or would keep too few bits (gradients shrank by 2^16), or no scale
-//     exists yet (first step), every process sets e_t from the step's global maxima and asks for
-//     a replay; the replayed contributions are bit-identical, so the replay always fits.
-//     Otherwise an int64 Sum allreduce per bucket (exact, any order) and one correctly rounded
-//     division per element; the step's maxima set the next step's scales.
+//   The int64 Sum allreduce of each bucket (exact: the sums do not depend on when or in which
+//     order they are taken), started when the last local contribution has filled the bucket
+//     (streamed: while backward still runs), or in finish.
+//   finish: waits for the bucket sums, then one small max-allreduce of the per-tensor maxima. If
+//     some tensor's values left the scale's range (overflow), or would keep too few bits
+//     (gradients shrank by 2^16), or no scale exists yet (first step), the sums are dropped,
+//     every process sets e_t from the step's global maxima and asks for a replay; the replayed
+//     contributions are bit-identical, so the replay always fits. Otherwise one correctly
+//     rounded division per element; the step's maxima set the next step's scales.
+//   The sums come before the maxima so that they can start during backward; a replayed step
+//   pays for sums it drops.
 // Every decision depends on global values only, so all processes take the same branch.
 //
 // Memory: one int64 per parameter element, whatever the number of local contributions.
@@ -22,6 +27,7 @@
 #include <cmath>
 
 #include "common/check.h"
+#include "runtime/reduce/bucket_launches.h"
 #include "runtime/reduce/exact_reducer_state.h"
 #include "runtime/reduce/fixed_point.h"
 #include "runtime/reduce/gradient_reducer.h"
@@ -66,6 +72,11 @@ class ExactReducer final : public GradientReducer {
     localMaxBits_.assign(params.size(), 0);
     slots_.resize(params.size());
     buildBuckets(params, bucketBytes);
+    std::vector<size_t> bucketOf;
+    for (const Slot& s : slots_) bucketOf.push_back(s.bucket);
+    launches_ = std::make_unique<BucketLaunches>(std::move(bucketOf), buckets_.size(), [this](size_t b) {
+      return comm_.startAllreduce(buckets_[b].sums, comm::ReduceOp::Sum);
+    });
   }
 
   std::string mode() const override { return "exact"; }
@@ -73,33 +84,30 @@ class ExactReducer final : public GradientReducer {
   void beginStep() override {
     contributions_ = 0;
     std::fill(localMaxBits_.begin(), localMaxBits_.end(), 0u);
+    launches_->reset();
   }
 
   void addContribution(const std::vector<at::Tensor>& grads) override {
     TL_CHECK_EQ(grads.size(), shapes_.size(), "gradient count differs from parameter count");
-    using fixed::Accumulate;
-    const Accumulate mode = !state_.scalesKnown        ? Accumulate::MaxOnly
-                            : contributions_ == 0 ? Accumulate::Store
-                                                  : Accumulate::Add;
     for (size_t t = 0; t < grads.size(); ++t) {
-      const at::Tensor& g = grads[t];
-      TL_CHECK(g.sizes() == at::IntArrayRef(shapes_[t]), "gradient of '", names_[t], "' has shape ",
-               g.sizes(), ", the parameter ", at::IntArrayRef(shapes_[t]));
-      TL_CHECK_EQ(g.scalar_type(), at::kFloat, "gradient of '", names_[t], "'");
-      at::Tensor acc = accumulator(t);
-      TL_CHECK(g.device() == acc.device(), "gradient of '", names_[t], "' is on ", g.device(),
-               ", the parameter on ", acc.device());
-      const uint32_t maxBits =
-          rawCpuFloat(g) ? fixed::quantise(g.data_ptr<float>(), acc.data_ptr<int64_t>(), g.numel(),
-                                           state_.exponents[t], mode)
-                         : fixed::quantise(g, acc, state_.exponents[t], mode);
-      if (maxBits >= fixed::kInfBits) {
-        throw Error(str("non-finite gradient (", maxBits > fixed::kInfBits ? "NaN" : "Inf",
-                        ") in parameter '", names_[t], "'"));
-      }
-      localMaxBits_[t] = std::max(localMaxBits_[t], maxBits);
+      if (!launches_->streamed(t)) quantise(t, grads[t]);
     }
     ++contributions_;
+    if (launches_->streaming()) launches_->endStream();
+  }
+
+  void streamContribution() override { launches_->beginStream(); }
+
+  void addGradient(size_t t, const at::Tensor& grad) override {
+    TL_CHECK_LT(t, shapes_.size(), "streamed tensor index");
+    TL_CHECK(launches_->streaming(), "addGradient() outside a streamed contribution");
+    TL_CHECK(!launches_->streamed(t), "tensor ", t, " was streamed twice in one contribution");
+    quantise(t, grad);
+    launches_->add(t);
+  }
+
+  std::vector<std::chrono::steady_clock::time_point> bucketStartTimes() const override {
+    return launches_->startTimes();
   }
 
   bool finish(std::vector<at::Tensor>& out, int64_t totalContributions) override {
@@ -107,10 +115,15 @@ class ExactReducer final : public GradientReducer {
     TL_CHECK_LE(totalContributions, fixed::kMaxContributions);
     TL_CHECK_LE(contributions_, totalContributions);
     TL_CHECK_EQ(out.size(), shapes_.size());
-    for (size_t t = 0; t < out.size(); ++t) {  // before any collective: a throw must not strand peers
+    for (size_t t = 0; t < out.size(); ++t) {  // before finish's collectives: a throw must not strand peers
       TL_CHECK(out[t].sizes() == at::IntArrayRef(shapes_[t]), "output for '", names_[t], "'");
       TL_CHECK_EQ(out[t].scalar_type(), at::kFloat, "output for '", names_[t], "'");
     }
+    if (contributions_ == 0) {
+      for (auto& b : buckets_) b.sums.zero_();  // a process with no local worker still joins
+    }
+    launches_->startAll();
+    launches_->waitAll();
     const std::vector<double> globalMax = agreeOnMaxima();
 
     bool replay = !state_.scalesKnown;
@@ -129,11 +142,7 @@ class ExactReducer final : public GradientReducer {
     }
     consecutiveReplays_ = 0;
 
-    if (contributions_ == 0) {
-      for (auto& b : buckets_) b.sums.zero_();  // a process with no local worker still joins
-    }
     for (auto& b : buckets_) {
-      comm_.allreduce(b.sums, comm::ReduceOp::Sum);
       for (size_t m = 0; m < b.members.size(); ++m) {
         const size_t t = b.members[m];
         at::Tensor& dst = out[t];
@@ -187,6 +196,29 @@ class ExactReducer final : public GradientReducer {
     close();
   }
 
+  // Tensor t of the current contribution into its bucket; its max |g| into this step's maxima.
+  void quantise(size_t t, const at::Tensor& g) {
+    using fixed::Accumulate;
+    const Accumulate mode = !state_.scalesKnown        ? Accumulate::MaxOnly
+                            : contributions_ == 0 ? Accumulate::Store
+                                                  : Accumulate::Add;
+    TL_CHECK(g.sizes() == at::IntArrayRef(shapes_[t]), "gradient of '", names_[t], "' has shape ",
+             g.sizes(), ", the parameter ", at::IntArrayRef(shapes_[t]));
+    TL_CHECK_EQ(g.scalar_type(), at::kFloat, "gradient of '", names_[t], "'");
+    at::Tensor acc = accumulator(t);
+    TL_CHECK(g.device() == acc.device(), "gradient of '", names_[t], "' is on ", g.device(),
+             ", the parameter on ", acc.device());
+    const uint32_t maxBits =
+        rawCpuFloat(g) ? fixed::quantise(g.data_ptr<float>(), acc.data_ptr<int64_t>(), g.numel(),
+                                         state_.exponents[t], mode)
+                       : fixed::quantise(g, acc, state_.exponents[t], mode);
+    if (maxBits >= fixed::kInfBits) {
+      throw Error(str("non-finite gradient (", maxBits > fixed::kInfBits ? "NaN" : "Inf",
+                      ") in parameter '", names_[t], "'"));
+    }
+    localMaxBits_[t] = std::max(localMaxBits_[t], maxBits);
+  }
+
   at::Tensor accumulator(size_t t) {
     const Slot& s = slots_[t];
     int64_t n = 1;
@@ -238,6 +270,7 @@ class ExactReducer final : public GradientReducer {
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<Bucket> buckets_;
   std::vector<Slot> slots_;
+  std::unique_ptr<BucketLaunches> launches_;
   ExactReducerState state_;  // checkpointed: what later steps depend on
   // Per step.
   std::vector<uint32_t> localMaxBits_;

@@ -1,6 +1,7 @@
 #include <ATen/ATen.h>
 
 #include "common/check.h"
+#include "runtime/reduce/bucket_launches.h"
 #include "runtime/reduce/gradient_reducer.h"
 
 namespace tl::reduce {
@@ -20,6 +21,7 @@ class Fp32Reducer final : public GradientReducer {
     TL_CHECK(!params.empty(), "no parameters to reduce");
     shapes_.reserve(params.size());
     for (const auto& p : params) shapes_.push_back(p.sizes().vec());
+    slots_.resize(params.size());
     // Reverse parameter order, as DDP does: the last layers' gradients are ready first.
     Bucket current;
     int64_t currentElems = 0;
@@ -34,28 +36,49 @@ class Fp32Reducer final : public GradientReducer {
     for (size_t k = params.size(); k-- > 0;) {
       int64_t n = params[k].numel();
       if (currentElems > 0 && currentElems + n > limit) close();
+      slots_[k] = {buckets_.size(), current.offsets.size()};
       current.members.push_back(k);
       current.offsets.push_back(currentElems);
       currentElems += n;
     }
     close();
+    std::vector<size_t> bucketOf;
+    for (const auto& s : slots_) bucketOf.push_back(s.first);
+    launches_ = std::make_unique<BucketLaunches>(std::move(bucketOf), buckets_.size(), [this](size_t b) {
+      return comm_.startAllreduce(buckets_[b].flat, comm::ReduceOp::Sum);
+    });
   }
 
   std::string mode() const override { return "fp32"; }
 
-  void beginStep() override { contributions_ = 0; }
+  void beginStep() override {
+    contributions_ = 0;
+    launches_->reset();
+  }
 
   void addContribution(const std::vector<at::Tensor>& grads) override {
     TL_CHECK_EQ(grads.size(), shapes_.size(), "gradient count differs from parameter count");
     for (auto& b : buckets_) {
       for (size_t m = 0; m < b.members.size(); ++m) {
-        const at::Tensor& g = grads[b.members[m]];
-        auto slot = b.flat.narrow(0, b.offsets[m], g.numel());
-        if (contributions_ == 0) slot.copy_(g.reshape({-1}));
-        else slot.add_(g.reshape({-1}));
+        if (!launches_->streamed(b.members[m])) add(b, m, grads[b.members[m]]);
       }
     }
     ++contributions_;
+    if (launches_->streaming()) launches_->endStream();
+  }
+
+  void streamContribution() override { launches_->beginStream(); }
+
+  void addGradient(size_t t, const at::Tensor& grad) override {
+    TL_CHECK_LT(t, shapes_.size(), "streamed tensor index");
+    TL_CHECK(launches_->streaming(), "addGradient() outside a streamed contribution");
+    TL_CHECK(!launches_->streamed(t), "tensor ", t, " was streamed twice in one contribution");
+    add(buckets_[slots_[t].first], slots_[t].second, grad);
+    launches_->add(t);
+  }
+
+  std::vector<std::chrono::steady_clock::time_point> bucketStartTimes() const override {
+    return launches_->startTimes();
   }
 
   bool finish(std::vector<at::Tensor>& out, int64_t totalContributions) override {
@@ -65,8 +88,10 @@ class Fp32Reducer final : public GradientReducer {
       for (auto& b : buckets_) b.flat.zero_();  // a process with no local worker still joins
     }
     const double scale = 1.0 / double(totalContributions);
-    for (auto& b : buckets_) {
-      comm_.allreduce(b.flat, comm::ReduceOp::Sum);
+    launches_->startAll();
+    for (size_t i = 0; i < buckets_.size(); ++i) {
+      Bucket& b = buckets_[i];
+      launches_->wait(i);
       b.flat.mul_(scale);
       for (size_t m = 0; m < b.members.size(); ++m) {
         at::Tensor& dst = out[b.members[m]];
@@ -77,9 +102,19 @@ class Fp32Reducer final : public GradientReducer {
   }
 
  private:
+  // Member m of bucket b, the gradient `g` of the current contribution: summed in contribution
+  // order, whenever it arrives.
+  void add(Bucket& b, size_t m, const at::Tensor& g) {
+    auto slot = b.flat.narrow(0, b.offsets[m], g.numel());
+    if (contributions_ == 0) slot.copy_(g.reshape({-1}));
+    else slot.add_(g.reshape({-1}));
+  }
+
   comm::Communicator& comm_;
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<Bucket> buckets_;
+  std::vector<std::pair<size_t, size_t>> slots_;  // per parameter: (bucket, member)
+  std::unique_ptr<BucketLaunches> launches_;
   int64_t contributions_ = 0;
 };
 

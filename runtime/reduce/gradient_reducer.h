@@ -4,8 +4,16 @@
 // which combines every process's contributions and writes the mean over all `total`
 // contributions into `out`. With one contribution per process this is DDP's allreduce-average;
 // with several (logical workers multiplexed on a process) the same call sequence applies.
+//
+// Overlap with backward (--overlap on): a process's last contribution of a round may be
+// streamed: streamContribution(), then addGradient(t, grad) for each tensor as soon as backward
+// has produced it, then addContribution(grads) with all of them as usual (it adds the tensors not
+// streamed). The buckets' collectives start as their tensors come in, in bucket order, and run
+// while backward computes; finish() waits for them. The result is the same, bit for bit, as
+// without streaming.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,6 +35,11 @@ class GradientReducer {
   virtual void beginStep() = 0;
   // `grads` in parameter order, same shapes every call. The reducer copies what it needs.
   virtual void addContribution(const std::vector<at::Tensor>& grads) = 0;
+  // The next addContribution is this process's last of the round and comes tensor by tensor.
+  virtual void streamContribution() = 0;
+  // Tensor t (parameter order) of the streamed contribution, final for this round; each at most
+  // once, in any order. The reducer copies what it needs.
+  virtual void addGradient(size_t t, const at::Tensor& grad) = 0;
   // Returns false when the step must be recomputed and contributed again (a mode whose
   // speculative choices turned out wrong); `out` is then untouched.
   virtual bool finish(std::vector<at::Tensor>& out, int64_t totalContributions) = 0;
@@ -37,6 +50,10 @@ class GradientReducer {
 
   // How many times finish() returned false so far (for metrics).
   virtual int64_t replays() const { return 0; }
+
+  // When each bucket's collective started in the last round (for metrics: how much of the
+  // reduction overlapped backward).
+  virtual std::vector<std::chrono::steady_clock::time_point> bucketStartTimes() const = 0;
 };
 
 // Plain float allreduce in buckets of about `bucketBytes` (DDP's default is 25 MiB). Fast; the

@@ -84,6 +84,17 @@ class MpiCommunicator final : public Communicator {
     tensor.copy_(host);
   }
 
+  std::unique_ptr<PendingCollective> startAllreduce(at::Tensor& tensor, ReduceOp op,
+                                                    const CollectiveOptions& options) override {
+    // A CUDA tensor is staged through host memory around the collective: blocking.
+    if (tensor.is_cuda()) return Communicator::startAllreduce(tensor, op, options);
+    enter("allreduce");
+    checkTensor(tensor, "allreduce", /*mustBeContiguous=*/true);
+    Started started = beginAllreduce(tensor, op, options);
+    return std::make_unique<Pending>(*this, std::move(started),
+                                     str("allreduce(", toString(op), ", ", describeTensor(tensor), ")"));
+  }
+
   // Bytes, not typed elements: broadcast copies, so every dtype works.
   void broadcast(at::Tensor& tensor, int root, const CollectiveOptions& options) override {
     enter("broadcast");
@@ -133,31 +144,57 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  // A collective whose operations have started: what MPI still writes into, and its deadline.
+  struct Started {
+    std::function<bool()> poll;  // moves the operations on; true once all are complete
+    std::vector<at::Tensor> buffers;
+    std::chrono::milliseconds timeout{};
+    detail::Clock::time_point deadline;
+  };
+
   // The collectives on host memory; errors name `shown`, the caller's tensor.
   void allreduceHost(at::Tensor& tensor, ReduceOp op, const CollectiveOptions& options,
                      const at::Tensor& shown) {
-    const MPI_Datatype type = detail::reductionDatatype(tensor.scalar_type());
-    const MPI_Op mpiOp = detail::reductionOperation(op);
-    auto* base = static_cast<char*>(tensor.data_ptr());
+    Started started = beginAllreduce(tensor, op, options);
+    finish(started, [&] { return str("allreduce(", toString(op), ", ", describeTensor(shown), ")"); });
+  }
+
+  // Large order-free sums go around a ring of point-to-point messages (mpi_ring_allreduce.h);
+  // the rest through MPI_Iallreduce in chunks.
+  Started beginAllreduce(at::Tensor& tensor, ReduceOp op, const CollectiveOptions& options) {
     const std::int64_t itemSize = tensor.element_size();
-    auto describe = [&] { return str("allreduce(", toString(op), ", ", describeTensor(shown), ")"); };
     if (size_ > 1 && std::int64_t(tensor.nbytes()) >= options_.ringMinBytes &&
         detail::ringReducesExactly(op, tensor.scalar_type(), size_)) {
-      const std::int64_t chunk =
-          std::clamp<std::int64_t>(options_.ringChunkBytes / itemSize, 1, options_.maxCountPerCall);
-      auto ring = std::make_shared<detail::RingAllreduce>(comm_, tensor, chunk);
-      return runUntilDone(describe, {tensor, ring->scratch()}, options, [&] {
+      return beginPolled({tensor}, options, [&](std::vector<at::Tensor>& buffers) {
+        const std::int64_t chunk =
+            std::clamp<std::int64_t>(options_.ringChunkBytes / itemSize, 1, options_.maxCountPerCall);
+        // Overlapped buckets keep several rings in flight: each its own range of tags.
+        const int slot = static_cast<int>(ringsStarted_++ % kRingTagSlots);
+        std::weak_ptr<detail::RingAllreduce>& previous = ringInSlot_[slot];
+        if (auto live = previous.lock(); live && !live->done()) {
+          // The ring kRingTagSlots collectives back still uses these tags: finish it first.
+          if (!detail::pollUntil([&] { progressRings(); return live->done(); },
+                                 detail::deadlineAfter(timeoutFor(options))))
+            throw TimeoutError(str("mpi allreduce: the ring allreduce ", kRingTagSlots,
+                                   " collectives back did not finish in time to free its tags"));
+        }
+        auto ring = std::make_shared<detail::RingAllreduce>(comm_, tensor, chunk, slot, kRingTagSlots);
+        previous = ring;
+        buffers.push_back(ring->scratch());
         ring->start();
         return [ring] { return ring->progress(); };
       });
     }
-    run(describe, {tensor}, options, [&](std::vector<MPI_Request>& requests) {
-          forEachChunk(tensor.numel(), options_.maxCountPerCall, [&](std::int64_t offset, int count) {
-            requests.push_back(MPI_REQUEST_NULL);
-            TL_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, base + offset * itemSize, count, type, mpiOp,
-                                        comm_, &requests.back()));
-          });
-        });
+    const MPI_Datatype type = detail::reductionDatatype(tensor.scalar_type());
+    const MPI_Op mpiOp = detail::reductionOperation(op);
+    auto* base = static_cast<char*>(tensor.data_ptr());
+    return begin({tensor}, options, [&](std::vector<MPI_Request>& requests) {
+      forEachChunk(tensor.numel(), options_.maxCountPerCall, [&](std::int64_t offset, int count) {
+        requests.push_back(MPI_REQUEST_NULL);
+        TL_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, base + offset * itemSize, count, type, mpiOp,
+                                    comm_, &requests.back()));
+      });
+    });
   }
 
   void broadcastHost(at::Tensor& tensor, int root, const CollectiveOptions& options,
@@ -216,47 +253,120 @@ class MpiCommunicator final : public Communicator {
   void run(const std::function<std::string()>& describe, std::vector<at::Tensor> buffers,
            const CollectiveOptions& options,
            const std::function<void(std::vector<MPI_Request>&)>& start) {
-    runUntilDone(describe, std::move(buffers), options, [&] {
+    Started op = begin(std::move(buffers), options, start);
+    finish(op, describe);
+  }
+
+  // Operations that are MPI requests, complete when MPI_Testall says so.
+  Started begin(std::vector<at::Tensor> buffers, const CollectiveOptions& options,
+                const std::function<void(std::vector<MPI_Request>&)>& start) {
+    return beginPolled(std::move(buffers), options, [&](std::vector<at::Tensor>&) {
       auto requests = std::make_shared<std::vector<MPI_Request>>();
       start(*requests);
-      return [requests] {
+      return std::function<bool()>([requests] {
         int complete = 0;
         TL_MPI_CHECK(MPI_Testall(static_cast<int>(requests->size()), requests->data(), &complete,
                                  MPI_STATUSES_IGNORE));
         return complete != 0;
-      };
+      });
     });
   }
 
-  // The general form: start() begins the collective and returns its progress function, which
-  // moves it on and says whether it is done (tl::Error when MPI fails).
-  void runUntilDone(const std::function<std::string()>& describe, std::vector<at::Tensor> buffers,
-                    const CollectiveOptions& options,
-                    const std::function<std::function<bool()>()>& start) {
-    const std::chrono::milliseconds timeout = timeoutFor(options);
-    const detail::Clock::time_point deadline = detail::deadlineAfter(timeout);
+  // The general form: start() begins the collective (adding to the buffers MPI may write into)
+  // and returns its poll function (tl::Error when MPI fails).
+  Started beginPolled(std::vector<at::Tensor> buffers, const CollectiveOptions& options,
+                      const std::function<std::function<bool()>(std::vector<at::Tensor>&)>& start) {
+    Started op;
+    op.buffers = std::move(buffers);
+    op.timeout = timeoutFor(options);
+    op.deadline = detail::deadlineAfter(op.timeout);
     rollCall_->enter();
     try {
-      const std::function<bool()> progress = start();
+      op.poll = start(op.buffers);
+    } catch (...) {
+      fail(op, std::current_exception());
+      throw;
+    }
+    return op;
+  }
+
+  // Every ring in flight moves on whenever any collective is polled, so a member waiting for one
+  // collective never holds up a ring that its neighbours are waiting for.
+  void progressRings() {
+    for (auto& slot : ringInSlot_)
+      if (auto ring = slot.lock(); ring && !ring->done()) ring->progress();
+  }
+
+  // One poll: true once every operation of `op` is complete.
+  bool progress(Started& op) {
+    if (failure_) std::rethrow_exception(failure_);
+    try {
+      progressRings();
+      return op.poll();
+    } catch (...) {
+      fail(op, std::current_exception());
+      throw;
+    }
+  }
+
+  void finish(Started& op, const std::function<std::string()>& describe) {
+    try {
       unsigned polls = 0;
       const bool done = detail::pollUntil(
           [&] {
             // Peers whose own wait timed out ask who is here; answer every few polls.
             if (++polls % kPollsPerAnswer == 0) rollCall_->answer();
-            return progress();
+            progressRings();
+            return op.poll();
           },
-          deadline);
+          op.deadline);
       if (!done) {
-        const std::vector<int> absent = rollCall_->absentees(rollCallGrace(timeout));
-        throw TimeoutError(detail::timeoutMessage("mpi", describe(), rank_, size_, timeout,
-                                                  rollCall_->describeAbsentees(absent, timeout)));
+        const std::vector<int> absent = rollCall_->absentees(rollCallGrace(op.timeout));
+        throw TimeoutError(detail::timeoutMessage("mpi", describe(), rank_, size_, op.timeout,
+                                                  rollCall_->describeAbsentees(absent, op.timeout)));
       }
     } catch (...) {
-      failure_ = std::current_exception();
-      detail::keepAliveUntilFinalize(std::move(buffers));
+      fail(op, std::current_exception());
       throw;
     }
   }
+
+  void fail(Started& op, std::exception_ptr error) {
+    if (!failure_) failure_ = std::move(error);
+    detail::keepAliveUntilFinalize(std::move(op.buffers));
+  }
+
+  // startAllreduce's handle: waits as the blocking collective does.
+  class Pending final : public PendingCollective {
+   public:
+    Pending(MpiCommunicator& comm, Started op, std::string description)
+        : comm_(comm), op_(std::move(op)), description_(std::move(description)) {}
+    ~Pending() override {
+      if (!done_) {
+        comm_.fail(op_, std::make_exception_ptr(Error(str("mpi ", description_, " was abandoned "
+                                                           "before it completed"))));
+      }
+    }
+    bool test() override {
+      if (!done_) {
+        comm_.enter("allreduce");
+        done_ = comm_.progress(op_);
+      }
+      return done_;
+    }
+    void wait() override {
+      if (done_) return;
+      comm_.enter("allreduce");
+      done_ = true;  // whatever happens next, this handle no longer owns a live operation
+      comm_.finish(op_, [this] { return description_; });
+    }
+
+   private:
+    MpiCommunicator& comm_;
+    Started op_;
+    std::string description_;
+    bool done_ = false;
+  };
 
   // How long a roll call waits for answers: members that are there answer within
   // milliseconds, so the limit matters only for those that are not.
@@ -272,6 +382,9 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int size_ = 0;
   std::exception_ptr failure_;
+  static constexpr int kRingTagSlots = 64;
+  std::uint64_t ringsStarted_ = 0;
+  std::weak_ptr<detail::RingAllreduce> ringInSlot_[kRingTagSlots];
 };
 
 }  // namespace

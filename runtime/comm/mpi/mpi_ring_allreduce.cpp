@@ -26,7 +26,8 @@ bool ringReducesExactly(ReduceOp op, at::ScalarType type, int size) {
   return size == 2 || !at::isFloatingType(type);
 }
 
-RingAllreduce::RingAllreduce(MPI_Comm comm, at::Tensor buffer, std::int64_t chunkElements)
+RingAllreduce::RingAllreduce(MPI_Comm comm, at::Tensor buffer, std::int64_t chunkElements,
+                             int tagSlot, int tagSlots)
     : comm_(comm), buffer_(std::move(buffer)), type_(reductionDatatype(buffer_.scalar_type())) {
   TL_CHECK(buffer_.device().is_cpu() && buffer_.is_contiguous(),
            "the ring allreduce works on a contiguous CPU tensor");
@@ -35,10 +36,14 @@ RingAllreduce::RingAllreduce(MPI_Comm comm, at::Tensor buffer, std::int64_t chun
   TL_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   TL_CHECK_GE(size_, 2, "a ring allreduce needs two members");
   steps_ = 2 * (size_ - 1);
+  TL_CHECK(tagSlots >= 1 && tagSlot >= 0 && tagSlot < tagSlots, "ring allreduce tag slot");
+  const int tagSpan = largestTag(comm_) / tagSlots;
+  TL_CHECK_GE(tagSpan, steps_, "MPI tags per ring allreduce (MPI_TAG_UB / concurrent rings)");
+  tagBase_ = tagSlot * tagSpan;
   const std::int64_t longestSegment = segmentStart(1) - segmentStart(0);
   // Every message of a chunk's step has its own tag, so chunks may overtake each other; when
   // the tags would run out, fewer and larger chunks.
-  const std::int64_t mostChunks = std::max<std::int64_t>(1, largestTag(comm_) / steps_ - 1);
+  const std::int64_t mostChunks = std::max<std::int64_t>(1, tagSpan / steps_ - 1);
   chunkElements_ = std::max(chunkElements, (longestSegment + mostChunks - 1) / mostChunks);
   const auto chunkCount = std::max<std::int64_t>(1, (longestSegment + chunkElements_ - 1) / chunkElements_);
   chunks_.resize(static_cast<size_t>(chunkCount));
@@ -59,7 +64,7 @@ std::int64_t RingAllreduce::chunkCount(int segment, int chunk) const {
 }
 
 int RingAllreduce::tag(int step, int chunk) const {
-  return step * static_cast<int>(chunks_.size()) + chunk;
+  return tagBase_ + step * static_cast<int>(chunks_.size()) + chunk;
 }
 
 void RingAllreduce::start() {

@@ -28,8 +28,11 @@ bool ringReducesExactly(ReduceOp op, at::ScalarType type, int size);
 // true. Used from the MPI thread only, like the communicator that owns it.
 class RingAllreduce {
  public:
-  // chunkElements: the most elements one message carries (the pipeline's grain).
-  RingAllreduce(MPI_Comm comm, at::Tensor buffer, std::int64_t chunkElements);
+  // chunkElements: the most elements one message carries (the pipeline's grain). Rings in flight
+  // together on one communicator (overlapped buckets) must not share tags: the tag space is cut
+  // into tagSlots ranges and this ring uses range tagSlot (members pass the same slot).
+  RingAllreduce(MPI_Comm comm, at::Tensor buffer, std::int64_t chunkElements, int tagSlot = 0,
+                int tagSlots = 1);
   RingAllreduce(const RingAllreduce&) = delete;
   RingAllreduce& operator=(const RingAllreduce&) = delete;
 
@@ -39,6 +42,7 @@ class RingAllreduce {
   bool progress();
   // What MPI may still write into should the collective be abandoned (the scratch space).
   at::Tensor scratch() const { return scratch_; }
+  bool done() const { return finished_ == static_cast<int>(chunks_.size()); }
 
  private:
   struct Chunk {
@@ -58,6 +62,7 @@ class RingAllreduce {
   MPI_Datatype type_;
   std::int64_t chunkElements_;
   int steps_ = 0;
+  int tagBase_ = 0;
   std::vector<Chunk> chunks_;
   std::vector<MPI_Request> requests_;  // chunk c: [2c] its receive, [2c + 1] its send
   std::vector<int> completed_;

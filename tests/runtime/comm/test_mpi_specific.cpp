@@ -127,6 +127,27 @@ TEST(MpiRingAllreduce, SumsExactlyAtEverySegmentAndChunkBoundary) {
   }
 }
 
+// Overlapped buckets keep many rings in flight on one communicator: each has its own tags,
+// and more rings than tag ranges wait for the oldest to finish. Members poll the rings in
+// different orders (reversed on odd ranks) and wait for them in yet another.
+TEST(MpiRingAllreduce, ManyRingsInFlightKeepTheirMessagesApart) {
+  const int size = world().size();
+  std::unique_ptr<Communicator> comm = createMpiWorldCommunicator(ringFromZeroBytes(1000));
+  constexpr int kRings = 150;  // more than the communicator's ranges of tags
+  std::vector<at::Tensor> tensors;
+  std::vector<std::unique_ptr<PendingCollective>> pending;
+  for (int i = 0; i < kRings; ++i) {
+    tensors.push_back(contribution(comm->rank(), at::kLong, 3001 + i) * (i + 1));
+    pending.push_back(comm->startAllreduce(tensors.back(), ReduceOp::Sum, kPatient));
+    for (int j = 0; j <= i; ++j) pending[comm->rank() % 2 ? i - j : j]->test();
+  }
+  for (int i = kRings - 1; i >= 0; --i) pending[i]->wait();
+  for (int i = 0; i < kRings; ++i) {
+    EXPECT_TRUE(at::equal(tensors[i], expectedReduction(ReduceOp::Sum, size, at::kLong, 3001 + i) * (i + 1)))
+        << "ring " << i;
+  }
+}
+
 // With two members the ring's float sum is the same single addition MPI_Iallreduce does, so
 // the bits agree with it on values where rounding matters; with more members float sums keep
 // MPI_Iallreduce, so the bits agree trivially.
