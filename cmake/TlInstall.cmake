@@ -9,7 +9,7 @@ include(GNUInstallDirs)
 # libraries are in the default search path and need none.
 set(CMAKE_INSTALL_RPATH_USE_LINK_PATH ON)
 
-set(TL_INSTALLED_TOOLS tl-launch tl-ctl tl-data tl-coordinator tl-submit tl-profile tl-run tl-sim)
+set(TL_INSTALLED_TOOLS tl-launch tl-ctl tl-data tl-coordinator tl-submit tl-profile tl-run tl-sim tl-sched)
 foreach(tool IN LISTS TL_INSTALLED_TOOLS)
   set_target_properties(${tool} PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 endforeach()
