@@ -14,7 +14,7 @@ foreach(tool IN LISTS TL_INSTALLED_TOOLS)
   set_target_properties(${tool} PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 endforeach()
 install(TARGETS ${TL_INSTALLED_TOOLS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(FILES README.md docs/design.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES README.md docs/design.md docs/sched_real.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES launcher/submit/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME tl-submit.md)
 install(FILES launcher/profile/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME tl-profile.md)
 

@@ -179,6 +179,10 @@ TEST(SchedReal, BadInputIsOneClearErrorAndNothingStarts) {
          "a,0,mlp,800,1,2\n"
          "big,1,mlp,800,3,3\n";
   }
+  {
+    std::ofstream f(dir + "/profiles.csv");
+    f << "model,kind,gpus,samples_per_s\nmlp,cpu,1,100\n";
+  }
   const std::string base = std::string(TL_SCHED_BIN) + " --trace " + dir + "/trace.csv --tl-launch " +
                            TL_LAUNCH_BIN + " --tl-ctl " + TL_CTL_BIN;
   struct Case {
@@ -190,6 +194,8 @@ TEST(SchedReal, BadInputIsOneClearErrorAndNothingStarts) {
       {"--slots cpu:4:0.5", "--slots cpu: the slowdown must be between 1 and 1000"},
       {"--slots cpu:4 --policy las", "policy las preempts jobs"},
       {"--slots cpu:4 --profiles " + dir + "/trace.csv", "the header must be model,kind,gpus,samples_per_s"},
+      // A slot kind the profiles do not know.
+      {"--slots cpu:4,gpu:4 --profiles " + dir + "/profiles.csv", "no profile for model mlp on GPU kind gpu"},
   };
   for (const auto& c : cases) {
     const std::string out = dir + "/out";
