@@ -53,7 +53,9 @@ LaunchFlag flag(std::string name, std::string help, std::string example,
 
 double AutoPlacementOptions::slowdownFor(int rank, int64_t stepsDone) const {
   const std::vector<double>& f = !slowdownAt.empty() && stepsDone >= slowdownAtStep ? slowdownAt : slowdown;
-  return rank >= 0 && size_t(rank) < f.size() ? f[size_t(rank)] : 1.0;
+  // Ranks beyond the list (processes an in-place grow started) take the last factor.
+  if (f.empty() || rank < 0) return 1.0;
+  return size_t(rank) < f.size() ? f[size_t(rank)] : f.back();
 }
 
 double AutoPlacementOptions::memoryLimitBytes(int rank) const {

@@ -26,7 +26,8 @@ struct AutoPlacementOptions {
   std::vector<double> deviceMemoryMb;
 
   bool emulated() const { return !slowdown.empty() || !slowdownAt.empty() || !deviceMemoryMb.empty(); }
-  // The slowdown of the process at `rank` for the step after `stepsDone`.
+  // The slowdown of the process at `rank` for the step after `stepsDone`; ranks beyond the
+  // list (processes an in-place grow started) take the last factor, none given: 1.
   double slowdownFor(int rank, int64_t stepsDone) const;
   // The planner's memory limit for `rank` in bytes; 0: none.
   double memoryLimitBytes(int rank) const;

@@ -223,14 +223,17 @@ std::string allocationPng(const std::vector<PolicyRun>& runs, int totalGpus, int
   double end = 1;
   for (const auto& r : runs)
     if (!r.result->timeline.empty()) end = std::max(end, r.result->timeline.back().time);
-  Frame f(width, height, end / 3600, totalGpus, "GPUs allocated over time", "time (h)", "GPUs");
+  // Hours for simulated days, seconds for a real run of minutes.
+  const double unit = end >= 7200 ? 3600 : end >= 600 ? 60 : 1;
+  const char* label = unit == 3600 ? "time (h)" : unit == 60 ? "time (min)" : "time (s)";
+  Frame f(width, height, end / unit, totalGpus, "GPUs allocated over time", label, "GPUs");
   for (const auto& r : runs) {
     std::vector<std::pair<double, double>> pts;
     for (const auto& s : r.result->timeline) {
       int used = 0;
       for (int u : s.used) used += u;
-      if (!pts.empty()) pts.emplace_back(f.x(s.time / 3600), pts.back().second);
-      pts.emplace_back(f.x(s.time / 3600), f.y(used));
+      if (!pts.empty()) pts.emplace_back(f.x(s.time / unit), pts.back().second);
+      pts.emplace_back(f.x(s.time / unit), f.y(used));
     }
     f.polyline(pts, policyColour(r.policy), 1.5);
   }

@@ -30,6 +30,36 @@ double quantile(std::vector<double> values, double q) {
   return values[lo] + (pos - double(lo)) * (values[hi] - values[lo]);
 }
 
+SimSummary summarise(const std::vector<JobResult>& jobs, const std::string& policy,
+                     int totalGpus) {
+  SimSummary s;
+  s.policy = policy;
+  s.jobs = int(jobs.size());
+  std::vector<double> jct;
+  double queueing = 0, gpuSeconds = 0, rescales = 0, first = kInf;
+  for (const auto& r : jobs) {
+    jct.push_back(r.jct());
+    queueing += r.queueing();
+    gpuSeconds += r.gpuSeconds;
+    rescales += r.rescales;
+    first = std::min(first, r.arrival);
+    s.makespan = std::max(s.makespan, r.finish);
+  }
+  const double n = std::max<double>(1, double(jobs.size()));
+  double sumJct = 0;
+  for (double v : jct) sumJct += v;
+  s.meanJct = sumJct / n;
+  s.medianJct = quantile(jct, 0.5);
+  s.p99Jct = quantile(jct, 0.99);
+  s.meanQueueing = queueing / n;
+  s.rescalesPerJob = rescales / n;
+  if (jobs.empty()) return s;
+  s.makespan -= first;
+  const double capacity = double(totalGpus) * s.makespan;
+  s.utilisation = capacity > 0 ? gpuSeconds / capacity : 0;
+  return s;
+}
+
 SimResult simulate(const std::vector<JobSpec>& jobs, const ThroughputModel& model, Policy& policy,
                    const SimOptions& options) {
   const size_t kinds = model.cluster().kinds.size();
@@ -120,7 +150,7 @@ SimResult simulate(const std::vector<JobSpec>& jobs, const ThroughputModel& mode
         if (!a.view.started) {
           r.start = now;
           a.view.started = true;
-          a.pausedUntil = now;
+          a.pausedUntil = now + options.startCostSeconds;
         } else {
           ++r.rescales;
           a.pausedUntil = now + options.rescaleCostSeconds;
@@ -141,32 +171,7 @@ SimResult simulate(const std::vector<JobSpec>& jobs, const ThroughputModel& mode
   }
   result.timeline.push_back({now, std::vector<int>(kinds, 0)});
 
-  // The summary.
-  SimSummary& s = result.summary;
-  s.policy = policy.name();
-  s.jobs = int(jobs.size());
-  std::vector<double> jct;
-  double queueing = 0, gpuSeconds = 0, rescales = 0, first = kInf;
-  for (const auto& r : result.jobs) {
-    jct.push_back(r.jct());
-    queueing += r.queueing();
-    gpuSeconds += r.gpuSeconds;
-    rescales += r.rescales;
-    first = std::min(first, r.arrival);
-    s.makespan = std::max(s.makespan, r.finish);
-  }
-  const double n = std::max<double>(1, double(jobs.size()));
-  double sumJct = 0;
-  for (double v : jct) sumJct += v;
-  s.meanJct = sumJct / n;
-  s.medianJct = quantile(jct, 0.5);
-  s.p99Jct = quantile(jct, 0.99);
-  s.meanQueueing = queueing / n;
-  s.rescalesPerJob = rescales / n;
-  if (jobs.empty()) return result;
-  s.makespan -= first;
-  const double capacity = double(model.cluster().totalGpus()) * s.makespan;
-  s.utilisation = capacity > 0 ? gpuSeconds / capacity : 0;
+  result.summary = summarise(result.jobs, policy.name(), model.cluster().totalGpus());
   return result;
 }
 

@@ -1,7 +1,7 @@
 // tl-sim's event-driven simulator: jobs progress at their profiled rate between events
 // (arrivals, completions, the policy's own decision times); at each event the policy
 // re-allocates and every running job whose allocation changed pauses for the rescale cost
-// (a preempted job pays it when it resumes; a first start is free).
+// (a preempted job pays it when it resumes; a first start costs SimOptions::startCostSeconds).
 #pragma once
 
 #include <string>
@@ -13,6 +13,9 @@ namespace tl::sched {
 
 struct SimOptions {
   double rescaleCostSeconds = 0;
+  // Seconds a job's first start takes before it makes progress (a real job's mpirun and
+  // tl-launch start-up; tl-sched's comparison measures it). 0: a first start is free.
+  double startCostSeconds = 0;
 };
 
 struct JobResult {
@@ -47,6 +50,10 @@ struct SimResult {
 
 SimResult simulate(const std::vector<JobSpec>& jobs, const ThroughputModel& model, Policy& policy,
                    const SimOptions& options);
+
+// Mean, median and p99 JCT, makespan (first arrival to last finish), queueing, utilisation
+// (GPU-seconds held / (GPUs x makespan)) and rescales per job of finished jobs.
+SimSummary summarise(const std::vector<JobResult>& jobs, const std::string& policy, int totalGpus);
 
 // The q-quantile (0..1) by linear interpolation between order statistics.
 double quantile(std::vector<double> values, double q);

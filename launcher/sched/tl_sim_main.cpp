@@ -32,7 +32,7 @@ int runSim(int argc, char** argv) {
   using namespace tl;
   using namespace tl::sched;
   std::string presetName, tracePath, kinds, queues, profilesPath, policies = "yarn-cs,las,elastic,elastic-hetero", out;
-  double rescaleCost = 0;
+  double rescaleCost = 0, startCost = 0;
   int64_t seed = 1;
   int jobs = 0;
   auto app = cli::makeApp(kProgram, kSummary);
@@ -44,6 +44,8 @@ int runSim(int argc, char** argv) {
   app->add_option("--profiles", profilesPath, "profile CSV (default: the built-in profiles)");
   app->add_option("--policies", policies, "policies to run, comma-separated")->capture_default_str();
   cli::addDouble(*app, "--rescale-cost", &rescaleCost, "seconds a rescale pauses a job", 0, 1e6);
+  cli::addDouble(*app, "--start-cost", &startCost,
+                 "seconds a job's first start takes before it progresses", 0, 1e6);
   cli::addInt(*app, "--seed", &seed, "generator seed (presets)", 0);
   cli::addInt(*app, "--jobs", &jobs, "with --preset: this many jobs instead of the preset's", 1, 10000000);
   app->add_option("--out", out, "output folder (required)");
@@ -96,7 +98,7 @@ int runSim(int argc, char** argv) {
   for (const auto& name : names) {
     auto policy = makePolicy(name, model);
     const auto t0 = std::chrono::steady_clock::now();
-    results.push_back(simulate(trace, model, *policy, {rescaleCost}));
+    results.push_back(simulate(trace, model, *policy, {rescaleCost, startCost}));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("%s: %-15s %zu jobs simulated in %.2f s (%d decisions)\n", kProgram, name.c_str(),
                 trace.size(), seconds, results.back().decisions);

@@ -20,7 +20,7 @@ using tl::testing::runCommand;
 using tl::testing::slurp;
 
 const std::vector<std::string> kTools = {"tl-launch", "tl-ctl",    "tl-data",
-                                         "tl-coordinator", "tl-submit", "tl-profile", "tl-run", "tl-sim"};
+                                         "tl-coordinator", "tl-submit", "tl-profile", "tl-run", "tl-sim", "tl-sched"};
 
 // `command` run by sh in `folder` (runCommand puts `timeout` in front, which runs no builtins).
 std::string inFolder(const std::string& folder, const std::string& command) {
