@@ -24,6 +24,7 @@ void reportCacheInEpochRecords(train::MetricsLog& metrics, const data::Dataset& 
                        {"used_bytes", now.usedBytes},
                        {"budget_bytes", now.budgetBytes},
                        {"cached_samples", now.cachedSamples},
+                       {"samples", cache->samples()},
                        {"peak_used_bytes", now.peakUsedBytes}};
   });
 }
