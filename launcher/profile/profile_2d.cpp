@@ -94,7 +94,7 @@ CacheReport buildCacheReport(const ProfileResult& sweep, const CacheDimension& d
   }
   std::vector<int> workers;
   for (int w = minW; w <= maxW; ++w) workers.push_back(w);
-  if (!sweep.fit.fitted || workers.empty()) return r;
+  if (!sweep.fit.fitted || workers.empty() || !dimension.measured) return r;
   r.cells = predictGrid(r.profile, workers, gridMb);
   r.recommended = recommendCell(r.cells, r.tolerance);
   return r;

@@ -37,7 +37,8 @@ struct CacheReport {
 };
 
 // The grid from the sweep (its fit and job scale) and the cache figures of one of its bursts.
-// Workers: every w from the smallest to the largest swept w >= 1.
+// Workers: every w from the smallest to the largest swept w >= 1. No cells when the worker
+// model is not fitted or the memory dimension not measured.
 CacheReport buildCacheReport(const ProfileResult& sweep, const CacheDimension& dimension,
                              double fullMb, const std::vector<double>& gridMb);
 // Records a check burst: its measured rate goes into its grid cell when it has one.
