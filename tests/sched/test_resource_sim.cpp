@@ -7,6 +7,7 @@
 
 #include "common/check.h"
 #include "launcher/sched/resource_sim.h"
+#include "tests/support/run_command.h"
 
 namespace tl::sched {
 namespace {
@@ -102,6 +103,24 @@ TEST(ResourceSim, BadInputIsRefused) {
   ResourceMixOptions mix;
   mix.jobs = 0;
   EXPECT_THROW(generateResourceMix(mix), InputError);
+}
+
+TEST(ResourceSimTool, PrintsBothPoliciesAndRefusesBadFlags) {
+  const std::string out = tl::testing::freshDir("resource_tool");
+  auto r = tl::testing::runCommand(std::string(TL_SIM_BIN) +
+                                       " resources --jobs 12 --servers 1 --seed 3 --out " + out,
+                                   60, out);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("gpu-proportional"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("resource-aware"), std::string::npos) << r.out;
+  EXPECT_NE(tl::testing::slurp(out + "/resources.csv").find("policy,mean_jct_s,makespan_s"),
+            std::string::npos);
+  r = tl::testing::runCommand(std::string(TL_SIM_BIN) + " resources --cpus 4", 60, out);
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("--cpus (4) must be at least --gpus (8)"), std::string::npos) << r.err;
+  r = tl::testing::runCommand(std::string(TL_SIM_BIN) + " resources --mix 1,x,1", 60, out);
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("--mix: expected three shares"), std::string::npos) << r.err;
 }
 
 }  // namespace
