@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -193,8 +194,10 @@ ImageView ImageFolderDataset::decodeFile(int64_t index, std::vector<uint8_t>& sc
   if (!cache_) {
     readWholeFile(file, fileBytes, false);
   } else if (!cache_->fetch(index, fileBytes)) {
+    const auto start = std::chrono::steady_clock::now();
     readWholeFile(file, fileBytes, true);
-    cache_->offer(index, fileBytes.data(), int64_t(fileBytes.size()));
+    const std::chrono::duration<double> read = std::chrono::steady_clock::now() - start;
+    cache_->offer(index, fileBytes.data(), int64_t(fileBytes.size()), read.count());
   }
   const JpegDecodeResult decoded =
       decodeJpeg(fileBytes.data(), fileBytes.size(), file, scratch, pick);

@@ -14,6 +14,7 @@ SampleCacheStats operator-(const SampleCacheStats& later, const SampleCacheStats
   d.misses -= earlier.misses;
   d.bytesFromStorage -= earlier.bytesFromStorage;
   d.bytesFromCache -= earlier.bytesFromCache;
+  d.storageSeconds -= earlier.storageSeconds;
   return d;
 }
 
@@ -42,9 +43,10 @@ bool SampleCache::fetch(int64_t index, std::vector<uint8_t>& out) {
   return false;
 }
 
-void SampleCache::offer(int64_t index, const uint8_t* bytes, int64_t size) {
+void SampleCache::offer(int64_t index, const uint8_t* bytes, int64_t size, double readSeconds) {
   TL_CHECK(index >= 0 && index < samples(), "sample ", index, " outside a cache of ", samples());
   bytesFromStorage_.fetch_add(size, std::memory_order_relaxed);
+  storageNanos_.fetch_add(int64_t(std::max(0.0, readSeconds) * 1e9), std::memory_order_relaxed);
   const int64_t cost = size + kEntryOverhead;
   {
     // Most misses of a full cache stop here, without the exclusive lock or a copy.
@@ -88,6 +90,7 @@ SampleCacheStats SampleCache::stats() const {
   s.misses = misses_.load(std::memory_order_relaxed);
   s.bytesFromStorage = bytesFromStorage_.load(std::memory_order_relaxed);
   s.bytesFromCache = bytesFromCache_.load(std::memory_order_relaxed);
+  s.storageSeconds = double(storageNanos_.load(std::memory_order_relaxed)) * 1e-9;
   std::shared_lock lock(mutex_);
   s.usedBytes = used_;
   s.budgetBytes = budget_;

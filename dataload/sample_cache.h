@@ -33,6 +33,7 @@ struct SampleCacheStats {
   int64_t misses = 0;
   int64_t bytesFromStorage = 0;  // bytes of the samples that missed (read from storage)
   int64_t bytesFromCache = 0;    // bytes of the samples that hit
+  double storageSeconds = 0;     // time the loader threads spent reading the misses, summed
   int64_t usedBytes = 0;         // cached bytes + kEntryOverhead per cached sample
   int64_t budgetBytes = 0;
   int64_t cachedSamples = 0;
@@ -57,9 +58,11 @@ class SampleCache {
   // On a hit copies the sample's bytes into `out` (resized) and returns true; counts a hit or
   // a miss. `index` outside the cache's range is an Error.
   bool fetch(int64_t index, std::vector<uint8_t>& out);
-  // After a miss: the `size` bytes just read from storage for `index`. Counts them as read
-  // from storage and admits them if they fit in what is left of the budget.
-  void offer(int64_t index, const uint8_t* bytes, int64_t size);
+  // After a miss: the `size` bytes just read from storage for `index`, which took
+  // `readSeconds`. Counts them as read from storage and admits them if they fit in what is
+  // left of the budget. (The read time gives the storage speed the memory dimension of
+  // tl-profile and the coordinator's cache split rely on: launcher/profile, tuning/cache_model.h.)
+  void offer(int64_t index, const uint8_t* bytes, int64_t size, double readSeconds = 0);
 
   // Changes the budget live. Shrinking evicts the latest admitted samples until the used bytes
   // fit; growing lets later misses be admitted. InputError when negative.
@@ -85,6 +88,7 @@ class SampleCache {
   std::atomic<int64_t> misses_{0};
   std::atomic<int64_t> bytesFromStorage_{0};
   std::atomic<int64_t> bytesFromCache_{0};
+  std::atomic<int64_t> storageNanos_{0};
 };
 
 // MiB as given on the command line (--cache-mb) to bytes.

@@ -20,9 +20,11 @@ void reportCacheInEpochRecords(train::MetricsLog& metrics, const data::Dataset& 
                        {"misses", epoch.misses},
                        {"bytes_from_storage", epoch.bytesFromStorage},
                        {"bytes_from_cache", epoch.bytesFromCache},
+                       {"storage_s", epoch.storageSeconds},
                        {"used_bytes", now.usedBytes},
                        {"budget_bytes", now.budgetBytes},
                        {"cached_samples", now.cachedSamples},
+                       {"samples", cache->samples()},
                        {"peak_used_bytes", now.peakUsedBytes}};
   });
 }

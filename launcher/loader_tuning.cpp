@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+
+#include <spdlog/spdlog.h>
 
 #include "common/files.h"
 #include "dataload/tuning/unix_socket.h"
@@ -15,8 +18,34 @@ std::string executableDir() {
   return ec ? std::string(".") : exe.parent_path().string();
 }
 
+CoordinatorTuner::CoordinatorTuner(tuning::CoordinatorClientOptions options, data::SampleCache* cache)
+    : client_(std::move(options)), cache_(cache) {
+  if (cache_) lastCache_ = cache_->stats();
+}
+
+void CoordinatorTuner::report(const tuning::LoaderObservation& loader,
+                              const tuning::ComputeObservation& compute, double waitSeconds) {
+  tuning::CacheObservation window;
+  if (cache_) {
+    const data::SampleCacheStats now = cache_->stats();
+    const data::SampleCacheStats d = now - lastCache_;
+    lastCache_ = now;
+    window = {d.hits, d.misses, d.bytesFromCache, d.bytesFromStorage, std::max(0.0, d.storageSeconds),
+              now.budgetBytes};
+  }
+  client_.report(loader, compute, waitSeconds, window);
+}
+
+std::optional<int> CoordinatorTuner::pendingWorkers() {
+  if (auto bytes = client_.pendingCacheBytes(); bytes && cache_) {
+    cache_->setBudget(*bytes);
+    spdlog::info("dataset cache resized by the node coordinator to {:.2f} MiB", double(*bytes) / 1048576.0);
+  }
+  return client_.pendingWorkers();
+}
+
 std::unique_ptr<CoordinatorTuner> connectToCoordinator(const JobConfig& job, const std::string& runDir,
-                                                       int rank) {
+                                                       int rank, data::SampleCache* cache) {
   tuning::CoordinatorClientOptions o;
   o.runDir = runDir.empty() ? tuning::defaultRunDir() : runDir;
   // Unique on the node: the output folder's name (if any) plus this process's pid and rank.
@@ -28,7 +57,11 @@ std::unique_ptr<CoordinatorTuner> connectToCoordinator(const JobConfig& job, con
   o.minWorkers = 1;
   o.maxWorkers = 16;
   o.coordinatorBinary = joinPath(executableDir(), "tl-coordinator");
-  auto tuner = std::make_unique<CoordinatorTuner>(o);
+  if (cache) {
+    o.cacheBytes = cache->stats().budgetBytes;
+    o.cacheSamples = cache->samples();
+  }
+  auto tuner = std::make_unique<CoordinatorTuner>(o, cache);
   tuner->connect();
   return tuner;
 }

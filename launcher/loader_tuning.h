@@ -5,24 +5,28 @@
 #include <memory>
 #include <string>
 
+#include "dataload/sample_cache.h"
 #include "dataload/tuning/coordinator_client.h"
 #include "est/loader_tuner.h"
 #include "runtime/job_config.h"
 
 namespace tl::launcher {
 
+// With a dataset cache (--cache-mb), each window also carries the cache's figures since the
+// previous one, and a cache budget the coordinator assigns is applied (SampleCache::setBudget)
+// when the executor next asks for a pool size, between steps; resizing never changes a batch.
 class CoordinatorTuner final : public est::LoaderTuner {
  public:
-  explicit CoordinatorTuner(tuning::CoordinatorClientOptions options) : client_(std::move(options)) {}
+  CoordinatorTuner(tuning::CoordinatorClientOptions options, data::SampleCache* cache);
   bool connect() { return client_.connect(); }
   void report(const tuning::LoaderObservation& loader, const tuning::ComputeObservation& compute,
-              double waitSeconds) override {
-    client_.report(loader, compute, waitSeconds);
-  }
-  std::optional<int> pendingWorkers() override { return client_.pendingWorkers(); }
+              double waitSeconds) override;
+  std::optional<int> pendingWorkers() override;
 
  private:
   tuning::CoordinatorClient client_;
+  data::SampleCache* cache_;  // nullptr: no cache
+  data::SampleCacheStats lastCache_;
 };
 
 // Connects this process of the job to the node coordinator in `runDir` (default:
@@ -30,8 +34,9 @@ class CoordinatorTuner final : public est::LoaderTuner {
 // runs. Waits at most ~1 s (the client's connect timeout): when the coordinator cannot be
 // reached or does not answer, the job trains with its start size (a warning is logged) and
 // attaches in the background once the coordinator answers.
+// `cache` (may be nullptr): the job's dataset cache, which the coordinator may resize.
 std::unique_ptr<CoordinatorTuner> connectToCoordinator(const JobConfig& job, const std::string& runDir,
-                                                       int rank);
+                                                       int rank, data::SampleCache* cache = nullptr);
 
 // The folder holding the running executable (to find sibling tools such as tl-coordinator).
 std::string executableDir();

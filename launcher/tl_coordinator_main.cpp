@@ -45,7 +45,8 @@ int run(int argc, char** argv) {
   auto app = tl::cli::makeApp(
       kProgram,
       "Splits this node's CPU cores among the loader-worker pools of the training jobs on it,\n"
-      "so that their summed throughput is as high as their fitted models predict. Jobs talk to\n"
+      "so that their summed throughput is as high as their fitted models predict (and, for\n"
+      "jobs with a dataset cache, the cache memory too). Jobs talk to\n"
       "it over <run-dir>/coordinator.sock; decisions are logged to <run-dir>/coordinator.log.");
   app->add_option("--run-dir", options.runDir, "directory of the socket, locks and log")
       ->capture_default_str();
@@ -56,6 +57,11 @@ int run(int argc, char** argv) {
   tl::cli::addDouble(*app, "--min-gain", &options.balancer.minGain,
                      "move cores only when the predicted total grows by more than this share", 0,
                      1);
+  double cacheMb = 0;
+  tl::cli::addDouble(*app, "--cache-mb", &cacheMb,
+                     "dataset-cache memory to split among jobs with --cache-mb (MiB); 0: the sum "
+                     "of their own budgets",
+                     0, 1 << 30);
   tl::cli::addInt(*app, "--hardware-cores", &options.balancer.hardwareCores,
                   "cores of the node; 0: detect", 0);
   tl::cli::addDouble(*app, "--register-timeout-seconds", &options.registerTimeoutSeconds,
@@ -63,6 +69,7 @@ int run(int argc, char** argv) {
   tl::cli::addInt(*app, "--max-connections", &options.maxConnections,
                   "most connections served at once (lowered to fit the descriptor limit)", 1);
   if (!tl::cli::parse(*app, argc, argv)) return tl::cli::kExitOk;
+  options.balancer.cacheBytes = int64_t(cacheMb * 1024.0 * 1024.0);
   raiseDescriptorLimit();
   tl::tuning::CoordinatorServer server(options);
   gServer = &server;

@@ -301,7 +301,8 @@ int runLaunch(int argc, char** argv) {
   elastic::CheckpointPolicy policy(policyOptions(offer));
   std::unique_ptr<launcher::CoordinatorTuner> tuner;
   if (job.autoWorkers) {
-    tuner = launcher::connectToCoordinator(job, options.coordinatorDir, world->rank());
+    tuner = launcher::connectToCoordinator(job, options.coordinatorDir, world->rank(),
+                                           executor->data().train->dataset().sampleCache());
     executor->setLoaderTuner(tuner.get());
   }
   launcher::Membership membership;

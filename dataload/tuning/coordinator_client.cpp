@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -25,7 +26,9 @@ constexpr size_t kMaxUnsentBytes = 1 << 20;
 }  // namespace
 
 CoordinatorClient::CoordinatorClient(CoordinatorClientOptions options)
-    : options_(std::move(options)), lastDelivered_(options_.initialWorkers) {
+    : options_(std::move(options)),
+      lastDelivered_(options_.initialWorkers),
+      lastCacheDelivered_(options_.cacheBytes) {
   TL_REQUIRE(!options_.jobId.empty(), "coordinator client: the job id is empty");
   TL_REQUIRE(options_.minWorkers >= 1 && options_.maxWorkers >= options_.minWorkers,
              "coordinator client: need 1 <= min workers <= max workers, got ", options_.minWorkers,
@@ -91,6 +94,11 @@ bool CoordinatorClient::tryConnect() {
   UniqueFd fd = connectUnix(socketPath(options_.runDir), options_.connectTimeoutSeconds);
   RegisterMessage hello{options_.jobId,      int64_t(::getpid()), options_.computeThreads,
                         options_.minWorkers, options_.maxWorkers, currentWorkers()};
+  if (options_.cacheBytes >= 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    hello.cacheBytes = lastCacheDelivered_;
+    hello.samples = std::max<int64_t>(1, options_.cacheSamples);
+  }
   if (!fd.valid() || !sendAll(fd.get(), encode(JobMessage{hello}))) {
     std::string why = errno == EAGAIN ? "it does not accept connections" : std::strerror(errno);
     warnOnce(str("no node coordinator at ", socketPath(options_.runDir), " (", why, "); keeping ",
@@ -113,9 +121,9 @@ bool CoordinatorClient::tryConnect() {
 }
 
 void CoordinatorClient::report(const LoaderObservation& loader, const ComputeObservation& compute,
-                               double waitSeconds) {
+                               double waitSeconds, const CacheObservation& cache) {
   if (!connected_) return;
-  std::string line = encode(JobMessage{ReportMessage{loader, compute, waitSeconds}});
+  std::string line = encode(JobMessage{ReportMessage{loader, compute, waitSeconds, cache}});
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (queue_.size() >= kMaxQueuedReports) queue_.pop_front();
@@ -130,6 +138,14 @@ std::optional<int> CoordinatorClient::pendingWorkers() {
   if (workers) lastDelivered_ = *workers;
   pending_.reset();
   return workers;
+}
+
+std::optional<int64_t> CoordinatorClient::pendingCacheBytes() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::optional<int64_t> bytes = pendingCache_;
+  if (bytes) lastCacheDelivered_ = *bytes;
+  pendingCache_.reset();
+  return bytes;
 }
 
 void CoordinatorClient::wake() {
@@ -213,8 +229,16 @@ void CoordinatorClient::receive() {
           spdlog::error("the node coordinator rejected {}: {}", options_.jobId, error->message);
           continue;  // it closes the connection next
         }
-        int workers = std::get<AssignMessage>(message).workers;
+        const AssignMessage& assign = std::get<AssignMessage>(message);
+        const int workers = assign.workers;
         std::lock_guard<std::mutex> lock(mutex_);
+        if (assign.cacheBytes >= 0 && options_.cacheBytes >= 0) {
+          if (assign.cacheBytes != lastCacheDelivered_) {
+            pendingCache_ = assign.cacheBytes;
+          } else {
+            pendingCache_.reset();
+          }
+        }
         if (workers != lastDelivered_) {
           pending_ = workers;
         } else {

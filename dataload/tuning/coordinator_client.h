@@ -55,6 +55,8 @@ struct CoordinatorClientOptions {
   std::string coordinatorBinary;     // set: start tl-coordinator when none listens
   double reconnectSeconds = 2;       // 0: stay disconnected once the coordinator is lost
   double connectTimeoutSeconds = 1;  // longest wait in connect() and in one connection attempt
+  int64_t cacheBytes = -1;  // the dataset cache's budget at start; -1: the job has no cache
+  int64_t cacheSamples = 0;  // samples the cache covers
 };
 
 class CoordinatorClient {
@@ -72,10 +74,13 @@ class CoordinatorClient {
   bool connect();
   // Queues one measurement window; dropped while disconnected. Never blocks.
   void report(const LoaderObservation& loader, const ComputeObservation& compute,
-              double waitSeconds);
+              double waitSeconds, const CacheObservation& cache = {});
   // A pool size assigned since the last call that differs from the last one returned (or
   // from initialWorkers); nullopt otherwise. Each size is returned once.
   std::optional<int> pendingWorkers();
+  // A cache budget assigned since the last call, once; nullopt otherwise (and always for a
+  // job without a cache). Registering again after a reconnect announces the last one returned.
+  std::optional<int64_t> pendingCacheBytes();
 
   bool connected() const { return connected_.load(); }
   bool rejected() const { return rejected_.load(); }
@@ -102,6 +107,8 @@ class CoordinatorClient {
   std::deque<std::string> queue_;
   std::optional<int> pending_;
   int lastDelivered_;
+  std::optional<int64_t> pendingCache_;
+  int64_t lastCacheDelivered_;
   std::condition_variable firstAttemptDone_;
   bool firstAttempted_ = false;
   bool stopping_ = false;

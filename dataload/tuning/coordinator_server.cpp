@@ -333,7 +333,8 @@ void CoordinatorServer::handleLine(int id, Connection& connection, const std::st
   JobMessage message = decodeJobMessage(line);
   if (auto* r = std::get_if<RegisterMessage>(&message)) {
     TL_REQUIRE(connection.jobId.empty(), "register sent twice on one connection");
-    JobSpec spec{r->pid, r->computeThreads, r->minWorkers, r->maxWorkers, r->workers};
+    JobSpec spec{r->pid,     r->computeThreads, r->minWorkers, r->maxWorkers,
+                 r->workers, r->cacheBytes,     r->samples};
     Decision decision = balancer_.addJob(r->job, spec);  // InputError for a duplicate id
     connection.jobId = r->job;
     connection.pid = r->pid;
@@ -358,9 +359,11 @@ void CoordinatorServer::handleLine(int id, Connection& connection, const std::st
 void CoordinatorServer::apply(const Decision& decision) {
   if (!decision.reason.empty()) log_->info("{}", decision.reason);
   for (const auto& [job, workers] : decision.changes) {
+    auto cache = decision.cacheChanges.find(job);
+    const int64_t cacheBytes = cache == decision.cacheChanges.end() ? -1 : cache->second;
     for (auto& [id, connection] : connections_) {
       if (connection.jobId != job || dropped_.count(id)) continue;
-      connection.out += encode(CoordinatorMessage{AssignMessage{workers}});
+      connection.out += encode(CoordinatorMessage{AssignMessage{workers, cacheBytes}});
       flush(id, connection);
     }
   }

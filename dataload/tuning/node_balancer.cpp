@@ -82,7 +82,10 @@ Decision NodeBalancer::addJob(const std::string& id, const JobSpec& spec) {
              "': need 1 <= min workers <= max workers, got ", spec.minWorkers, " and ",
              spec.maxWorkers);
   TL_REQUIRE(spec.computeThreads >= 0, "job '", id, "': compute threads must be >= 0");
+  TL_REQUIRE(spec.cacheBytes < 0 || spec.samples >= 1, "job '", id,
+             "': a cache must cover at least one sample");
   Job job{spec, spec.workers, spec.minWorkers, 0, ThroughputFitter(options_.forgetting), {}, {}};
+  job.cacheAssigned = spec.cacheBytes;
   jobs_.emplace(id, std::move(job));
   updateBases();
   Decision decision = rebalance(true, "job " + id + " joined");
@@ -102,7 +105,19 @@ Decision NodeBalancer::report(const std::string& id, const ReportMessage& report
   Job& job = it->second;
   const bool wasExploring = exploring(job);
   if (report.loader.images > 0) ++job.windowsBySize[report.loader.workers];
-  const double shift = absorb(job, report, wasExploring);
+  ReportMessage window = report;
+  if (job.spec.cacheBytes >= 0 && report.cache.budgetBytes >= 0) {
+    // The worker model describes a fully cached job; the misses' reads come back through
+    // cacheProfile() for whatever budget is considered.
+    const CacheObservation& c = report.cache;
+    job.cacheSamples += double(c.hits + c.misses);
+    job.cacheBytesServed += double(c.hitBytes + c.storageBytes);
+    job.storageBytes += double(c.storageBytes);
+    job.storageSeconds += c.storageSeconds;
+    const double busy = report.loader.busySeconds;
+    window.loader.busySeconds = std::max(busy - c.storageSeconds, 0.05 * busy);
+  }
+  const double shift = absorb(job, window, wasExploring);
   if (wasExploring && !exploring(job)) return rebalance(true, "job " + id + " finished exploring");
   if (shift != 0) {
     std::ostringstream why;
@@ -172,6 +187,10 @@ Decision NodeBalancer::rebalance(bool force, const std::string& why) {
       current.push_back(job.assigned);
     }
   }
+  if (jointSplit()) {
+    return rebalanceJoint(std::move(decision), force || explorerMoved,
+                          std::max(0, budget() - explorersTotal), why);
+  }
   const std::vector<int> proposal = allocateGreedy(demands, std::max(0, budget() - explorersTotal));
 
   bool apply = force || explorerMoved;
@@ -208,7 +227,8 @@ Decision NodeBalancer::rebalance(bool force, const std::string& why) {
 std::vector<JobView> NodeBalancer::jobs() const {
   std::vector<JobView> out;
   for (const auto& [id, job] : jobs_) {
-    out.push_back({id, job.assigned, exploring(job), job.fitter.ready(), modelOf(job.fitter)});
+    out.push_back({id, job.assigned, exploring(job), job.fitter.ready(), modelOf(job.fitter),
+                   job.cacheAssigned, cacheProfile(job)});
   }
   return out;
 }
@@ -217,6 +237,7 @@ std::string NodeBalancer::describe() const {
   std::ostringstream os;
   os.precision(4);
   os << "budget " << budget() << " cores";
+  if (cacheBudget() > 0) os << ", " << double(cacheBudget()) / 1048576.0 << " MiB cache";
   double total = 0;
   for (const JobView& job : jobs()) {
     os << "; " << job.id << " " << job.workers << (job.exploring ? " exploring" : "");
@@ -224,9 +245,15 @@ std::string NodeBalancer::describe() const {
       os << " [not measured yet]";
       continue;
     }
-    os << " [a=" << job.model.a << " b=" << job.model.b << " C=" << job.model.computeRate << " -> "
-       << job.model.predict(job.workers) << "/s]";
-    total += job.model.predict(job.workers);
+    const double rate = job.cache.predict(job.model, job.workers, double(job.cacheBytes));
+    os << " [a=" << job.model.a << " b=" << job.model.b << " C=" << job.model.computeRate;
+    if (job.cacheBytes >= 0) os << " cache " << double(job.cacheBytes) / 1048576.0 << " MiB";
+    if (job.cache.known()) {
+      os << " (" << job.cache.storageSecondsPerByte * 1e9 << " ns/B, data "
+         << job.cache.datasetBytes / 1048576.0 << " MiB)";
+    }
+    os << " -> " << rate << "/s]";
+    total += rate;
   }
   os << "; predicted total " << total << " images/s";
   return os.str();

@@ -32,6 +32,18 @@
 // flap pool sizes; a job arriving or leaving, an explorer changing size or finishing, or a
 // split that no longer adds up to the budget re-decides unconditionally.
 //
+// Cache memory. Jobs that registered a dataset cache (--cache-mb) share the node's cache
+// memory: `cacheBytes`, or, when 0, the sum of the budgets those jobs started with (so the
+// coordinator redistributes what the jobs asked for, never more). Each report of such a job
+// carries its cache window; the loader time the misses spent reading (storage_s) is taken out
+// of the window's busy time before the worker model sees it, so the fitted b is the per-image
+// time with every sample cached, and cache_model.h puts the reads back for any budget: the
+// job's storage speed (storage_s / storage_bytes), mean sample bytes and sample count give its
+// memory sensitivity. Once a fitted job has read from storage (always in its first epoch),
+// cores and memory of all such jobs are split together by allocateJoint (joint_allocator.h;
+// `cacheUnits` granules), with the same hysteresis; a job still exploring, or whose storage
+// speed is not known yet, keeps the cache it has and that memory is left out of the split.
+//
 // Threading: not thread-safe; the coordinator's single event loop owns it.
 #pragma once
 
@@ -41,6 +53,7 @@
 #include <vector>
 
 #include "dataload/tuning/allocator.h"
+#include "dataload/tuning/cache_model.h"
 #include "dataload/tuning/protocol.h"
 
 namespace tl::tuning {
@@ -52,6 +65,8 @@ struct BalancerOptions {
   double forgetting = 0.9;  // per report window, for every job's ThroughputFitter
   int exploreWindows = 2;   // windows needed at each of two sizes before a job is fitted
   double driftShare = 0.3;  // per-image time this far off the model, repeatedly: level shift
+  int64_t cacheBytes = 0;   // node cache memory to split; 0: the jobs' starting budgets summed
+  int cacheUnits = 32;      // granules the cache memory is split in
 };
 
 struct JobSpec {
@@ -60,10 +75,14 @@ struct JobSpec {
   int minWorkers = 1;
   int maxWorkers = 1;
   int workers = 1;  // what the job runs when it registers
+  int64_t cacheBytes = -1;  // its dataset cache budget when it registers; -1: no cache
+  int64_t samples = 0;      // samples the cache covers
 };
 
 struct Decision {
   std::map<std::string, int> changes;  // job -> new size; a new job is always included
+  // job -> new cache budget; such a job is also in `changes` (with its size, maybe unchanged).
+  std::map<std::string, int64_t> cacheChanges;
   std::string reason;                  // one line for the log; empty when nothing moved
 };
 
@@ -73,6 +92,8 @@ struct JobView {
   bool exploring = false;
   bool measured = false;  // false: no report with images yet, `model` is a placeholder
   ThroughputModel model;
+  int64_t cacheBytes = -1;  // -1: no cache
+  CacheProfile cache;       // known(): its memory sensitivity is measured
 };
 
 class NodeBalancer {
@@ -85,6 +106,7 @@ class NodeBalancer {
   Decision report(const std::string& id, const ReportMessage& report);
 
   int budget() const;
+  int64_t cacheBudget() const;  // the cache memory split among the jobs
   bool hasJob(const std::string& id) const { return jobs_.count(id) > 0; }
   size_t jobCount() const { return jobs_.size(); }
   std::vector<JobView> jobs() const;  // in id order
@@ -99,7 +121,13 @@ class NodeBalancer {
     ThroughputFitter fitter;
     std::map<int, int> windowsBySize;
     std::vector<ReportMessage> offModel;  // held: consecutive windows off the model
+    int64_t cacheAssigned = -1;
+    // Cache windows summed: samples served, their bytes, storage bytes and read seconds.
+    double cacheSamples = 0, cacheBytesServed = 0, storageBytes = 0, storageSeconds = 0;
   };
+  CacheProfile cacheProfile(const Job& job) const;
+  bool jointSplit() const;  // some fitted job's memory sensitivity is known
+  Decision rebalanceJoint(Decision decision, bool apply, int cores, const std::string& why);
   // Feeds a window to the job's fitter, handling level shifts; returns the shift made (s per
   // image), 0 for none.
   double absorb(Job& job, const ReportMessage& report, bool exploringJob);

@@ -64,6 +64,10 @@ std::string encode(const JobMessage& message) {
            {"min_workers", r->minWorkers},
            {"max_workers", r->maxWorkers},
            {"workers", r->workers}};
+    if (r->cacheBytes >= 0) {
+      out["cache_bytes"] = r->cacheBytes;
+      out["samples"] = r->samples;
+    }
   } else if (auto* p = std::get_if<ReportMessage>(&message)) {
     out = {{"type", "report"},
            {"workers", p->loader.workers},
@@ -72,6 +76,14 @@ std::string encode(const JobMessage& message) {
            {"compute_s", p->compute.computeSeconds},
            {"images_consumed", p->compute.images},
            {"wait_s", p->waitSeconds}};
+    if (p->cache.budgetBytes >= 0) {
+      out["cache_hits"] = p->cache.hits;
+      out["cache_misses"] = p->cache.misses;
+      out["hit_bytes"] = p->cache.hitBytes;
+      out["storage_bytes"] = p->cache.storageBytes;
+      out["storage_s"] = p->cache.storageSeconds;
+      out["cache_bytes"] = p->cache.budgetBytes;
+    }
   } else {
     out = {{"type", "leave"}};
   }
@@ -82,6 +94,7 @@ std::string encode(const CoordinatorMessage& message) {
   json out;
   if (auto* a = std::get_if<AssignMessage>(&message)) {
     out = {{"type", "assign"}, {"workers", a->workers}};
+    if (a->cacheBytes >= 0) out["cache_bytes"] = a->cacheBytes;
   } else {
     // Replace invalid UTF-8 rather than throw: the message may quote what a peer sent.
     out = {{"type", "error"}, {"message", std::get<ErrorMessage>(message).message}};
@@ -107,6 +120,10 @@ JobMessage decodeJobMessage(const std::string& line) {
     r.minWorkers = int(intField(message, "min_workers", 1, kMaxWorkers));
     r.maxWorkers = int(intField(message, "max_workers", r.minWorkers, kMaxWorkers));
     r.workers = int(intField(message, "workers", 0, kMaxWorkers));
+    if (message.contains("cache_bytes")) {
+      r.cacheBytes = intField(message, "cache_bytes", 0, kMaxCount);
+      r.samples = intField(message, "samples", 1, kMaxCount);
+    }
     return r;
   }
   if (type == "report") {
@@ -117,6 +134,14 @@ JobMessage decodeJobMessage(const std::string& line) {
     p.compute.computeSeconds = secondsField(message, "compute_s");
     p.compute.images = intField(message, "images_consumed", 0, kMaxCount);
     p.waitSeconds = secondsField(message, "wait_s");
+    if (message.contains("cache_bytes")) {
+      p.cache.budgetBytes = intField(message, "cache_bytes", 0, kMaxCount);
+      p.cache.hits = intField(message, "cache_hits", 0, kMaxCount);
+      p.cache.misses = intField(message, "cache_misses", 0, kMaxCount);
+      p.cache.hitBytes = intField(message, "hit_bytes", 0, kMaxCount);
+      p.cache.storageBytes = intField(message, "storage_bytes", 0, kMaxCount);
+      p.cache.storageSeconds = secondsField(message, "storage_s");
+    }
     return p;
   }
   if (type == "leave") return LeaveMessage{};
@@ -126,7 +151,11 @@ JobMessage decodeJobMessage(const std::string& line) {
 CoordinatorMessage decodeCoordinatorMessage(const std::string& line) {
   json message = parseObject(line);
   const std::string type = message["type"].get<std::string>();
-  if (type == "assign") return AssignMessage{int(intField(message, "workers", 0, kMaxWorkers))};
+  if (type == "assign") {
+    AssignMessage a{int(intField(message, "workers", 0, kMaxWorkers))};
+    if (message.contains("cache_bytes")) a.cacheBytes = intField(message, "cache_bytes", 0, kMaxCount);
+    return a;
+  }
   if (type == "error") {
     const json& text = field(message, "message");
     TL_REQUIRE(text.is_string(), "field 'message' must be a string");

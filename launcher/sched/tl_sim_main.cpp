@@ -9,6 +9,7 @@
 #include "launcher/cli/cli.h"
 #include "launcher/sched/generator.h"
 #include "launcher/sched/report.h"
+#include "launcher/sched/resource_cli.h"
 #include "launcher/sched/trace.h"
 
 namespace {
@@ -26,7 +27,8 @@ constexpr const char* kSummary =
     "change of a running job costs --rescale-cost seconds of progress. Writes DIR/summary.csv,\n"
     "DIR/jobs_<policy>.csv, DIR/trace.csv and DIR/jct_cdf.png, DIR/allocation.png,\n"
     "DIR/mean_jct.png. Trace columns: id,arrival_s,model,work_samples,min_gpus,max_gpus\n"
-    "[,request_gpus][,ests][,queue]; profiles: model,kind,gpus,samples_per_s (see README).";
+    "[,request_gpus][,ests][,queue]; profiles: model,kind,gpus,samples_per_s (see README).\n"
+    "`tl-sim resources --help`: GPUs, CPU cores and cache memory scheduled together.";
 
 int runSim(int argc, char** argv) {
   using namespace tl;
@@ -119,5 +121,8 @@ int runSim(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "resources") {  // CPU x memory: resource_cli.h
+    return tl::cli::run("tl-sim resources", [&] { return tl::sched::runResourceSim(argc - 1, argv + 1); });
+  }
   return tl::cli::run(kProgram, [&] { return runSim(argc, argv); });
 }

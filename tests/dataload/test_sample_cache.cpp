@@ -151,6 +151,19 @@ TEST(SampleCache, ShrinkingEvictsTheLatestAdmittedAndGrowingAdmitsAgain) {
   EXPECT_TRUE(cache.fetch(7, got));
 }
 
+TEST(SampleCache, MissesCountTheirReadTimeAndEpochDifferencesSubtractIt) {
+  SampleCache cache(4, 0);
+  std::vector<uint8_t> bytes(100, 1);
+  cache.offer(0, bytes.data(), 100, 0.25);
+  const SampleCacheStats first = cache.stats();
+  cache.offer(1, bytes.data(), 100, 0.5);
+  cache.offer(2, bytes.data(), 100);  // no time measured
+  EXPECT_NEAR(first.storageSeconds, 0.25, 1e-9);
+  EXPECT_NEAR(cache.stats().storageSeconds, 0.75, 1e-9);
+  EXPECT_NEAR((cache.stats() - first).storageSeconds, 0.5, 1e-9);
+  EXPECT_EQ((cache.stats() - first).bytesFromStorage, 200);
+}
+
 TEST(SampleCache, NegativeBudgetIsAnInputError) {
   EXPECT_NE(inputErrorOf([] { SampleCache(10, -1); }).find("cache budget"), std::string::npos);
   SampleCache cache(10, 0);
