@@ -3,6 +3,7 @@
 //   tl-predict --model resnet --depth 20 --batch 32 --processes 2 [--learned model.json] [--json]
 //   tl-predict fit --dataset runs.jsonl --out model.json
 //   tl-predict evaluate --dataset runs.jsonl --holdout resnet-14,mlp
+//   tl-predict profile --name resnet20 --kind cpu --gpus 1,2,4 --model resnet --depth 20  (tl-sim CSV)
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include "common/files.h"
 #include "launcher/cli/cli.h"
 #include "launcher/predict/evaluation.h"
+#include "launcher/predict/sim_profile.h"
 
 namespace {
 
@@ -104,6 +106,12 @@ int runMain(int argc, char** argv) {
   CLI::App* evaluate = app->add_subcommand("evaluate", "MAPE per metric on held-out models");
   evaluate->add_option("--dataset", dataset, "runs recorded by bench/predict_dataset.sh (JSON lines)")->required();
   evaluate->add_option("--holdout", holdout, "models left out of fitting, e.g. resnet-14,mlp")->required();
+  std::string profileName, profileKind, profileGpus = "1,2,4,8";
+  CLI::App* profile = app->add_subcommand("profile", "tl-sim profile rows (model,kind,gpus,samples_per_s) of the job's model");
+  profile->add_option("--name", profileName, "the model's name in tl-sim's traces, e.g. resnet20")->required();
+  profile->add_option("--kind", profileKind, "the device kind, e.g. cpu or fast")->required();
+  profile->add_option("--gpus", profileGpus, "device counts, comma-separated")->capture_default_str();
+  profile->fallthrough();  // the job shape flags (--model, --batch, ...) before or after `profile`
   if (!cli::parse(*app, argc, argv)) return cli::kExitOk;
   shape.bandwidthBytesPerSecond = gbps * 1e9;
   if (fit->parsed()) {
@@ -119,6 +127,13 @@ int runMain(int argc, char** argv) {
     const auto errors = predict::evaluateHeldOut(runs, held);
     std::printf("held out: %s (%zu runs in the dataset)\n%s", holdout.c_str(), runs.size(),
                 predict::errorTable(errors).c_str());
+    return cli::kExitOk;
+  }
+  if (profile->parsed()) {
+    predict::validate(shape);
+    const auto gpus = cli::parseIntList(profileGpus, "--gpus");
+    const auto trace = predict::traceModel(shape.model, shape.batch, shape.computeThreads);
+    std::fputs(predict::simProfileCsv(shape, trace, profileName, profileKind, gpus).c_str(), stdout);
     return cli::kExitOk;
   }
   return runPredict(shape, learnedPath, json);

@@ -100,3 +100,31 @@ TEST(Evaluation, TableSaysWhenAPredictorDoesNotBeatTheMean) {
 }
 
 }  // namespace
+
+#include "launcher/predict/sim_profile.h"
+#include "launcher/sched/profiles.h"
+
+namespace {
+
+TEST(SimProfile, RowsAreTlSimProfilesOfTheAnalyticStepTime) {
+  ModelTrace t;
+  t.parameters = 250000;
+  t.parameterBytes = 1000000;
+  t.forwardBackwardSeconds = 0.05;
+  JobShape s;
+  s.model.arch = "resnet";
+  s.model.depth = 20;
+  s.batch = 32;
+  s.reduction = "fp32";
+  s.bandwidthBytesPerSecond = 1e8;
+  s.latencySeconds = 0;
+  const std::string csv = simProfileCsv(s, t, "resnet20", "cpu", {1, 2, 4});
+  const auto set = tl::sched::ProfileSet::parse(csv, "tl-predict");
+  EXPECT_NEAR(set.rate("resnet20", "cpu", 1), 32 / 0.05, 1e-3);
+  EXPECT_NEAR(set.rate("resnet20", "cpu", 2), 2 * 32 / (0.05 + 1e6 / 1e8), 1e-3);  // 1 MB allreduce
+  EXPECT_NEAR(set.rate("resnet20", "cpu", 4), 4 * 32 / (0.05 + 1.5e6 / 1e8), 1e-3);
+  EXPECT_THROW(simProfileCsv(s, t, "a,b", "cpu", {1}), tl::InputError);
+  EXPECT_THROW(simProfileCsv(s, t, "resnet20", "cpu", {0}), tl::InputError);
+}
+
+}  // namespace
