@@ -30,12 +30,14 @@
 #include "launcher/loader_tuning.h"
 #include "launcher/output_paths.h"
 #include "launcher/recovery/recovery_guard.h"
+#include "launcher/usage_recording.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
 #include "runtime/comm/mpi/mpi_spawn.h"
 #include "runtime/comm/nccl/nccl_communicator.h"
 #include "runtime/models/state_dict_io.h"
 #include "runtime/train/summary.h"
 #include "runtime/train/trainer_result.h"
+#include "runtime/usage/counting_communicator.h"
 
 namespace {
 
@@ -115,6 +117,7 @@ struct Ending {
   bool resumed = false;
   std::string checkpointDir;
   launcher::RecoveryGuard* recovery = nullptr;  // under tl-run: the observer run() reports to
+  usage::UsageRecorder* usage = nullptr;         // resource recording (not on a joined process)
 };
 
 int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, launcher::ElasticController& controller,
@@ -122,6 +125,12 @@ int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, launcher::ElasticCon
   using namespace tl;
   est::EstExecutor& executor = *owned;
   est::StepObserver* observer = ending.recovery ? static_cast<est::StepObserver*>(ending.recovery) : &controller;
+  std::optional<launcher::UsageObserver> recording;
+  if (ending.usage) {
+    recording.emplace(observer, *ending.usage, metrics);
+    observer = &*recording;
+    ending.usage->start();
+  }
   train::TrainResult result = executor.run(metrics, observer);
   controller.finish(policy.stopped() ? "the job stopped" : "the job has finished");
   if (!executor.inJob()) {
@@ -138,6 +147,8 @@ int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, launcher::ElasticCon
   const bool lead = host.rank() == 0;
   const PeakMemory memory = peakMemory(host);
   const int64_t corruptFiles = corruptFilesSkipped(host, result.corruptSamples);
+  const nlohmann::json usagePerProcess = launcher::gatherUsage(host, ending.usage);
+  const nlohmann::json usage = ending.usage ? ending.usage->finish() : nlohmann::json();
   const JobConfig& job = executor.config();
   if (lead) {
     train::RunInfo info;
@@ -151,6 +162,8 @@ int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, launcher::ElasticCon
     summary["peak_rss_mb"] = memory.maxMb;
     summary["peak_rss_mb_sum"] = memory.sumMb;
     summary["corrupt_files_skipped"] = corruptFiles;
+    summary["usage"] = usage;
+    summary["usage_processes"] = usagePerProcess;
     summary["inplace_rescales"] = controller.rescales();
     summary["inplace_rescale_max_pause_s"] = controller.maxPauseSeconds();
     if (ending.recovery) summary["recovery"] = ending.recovery->counts();
@@ -232,6 +245,9 @@ int runLaunch(int argc, char** argv) {
   installStopSignal();
 
   launcher::LaunchOptions options;
+  // Declared before the executor, which uses the counting communicators until it is gone.
+  std::unique_ptr<usage::UsageRecorder> usageRecorder;
+  std::unique_ptr<comm::Communicator> countedHost, countedDevice;
   std::unique_ptr<est::EstExecutor> executor;
   bool resumed = false;
   JobConfig job;
@@ -265,9 +281,12 @@ int runLaunch(int argc, char** argv) {
   // through host memory); host-side metadata over MPI.
   std::unique_ptr<comm::Communicator> gpuComm;
   if (job.device.isCuda() && options.gpuComm == "nccl") gpuComm = comm::createNcclCommunicator(*world, job.deviceIndex);
-  comm::Communicator& deviceComm = gpuComm ? *gpuComm : *world;
+  usageRecorder = std::make_unique<usage::UsageRecorder>(launcher::usageOptionsFor(job));
+  countedHost = usage::countTraffic(*world, usageRecorder->traffic());
+  if (gpuComm) countedDevice = usage::countTraffic(*gpuComm, usageRecorder->traffic());
+  comm::Communicator& deviceComm = gpuComm ? *countedDevice : *countedHost;
   failed = launcher::prepareOnAllRanks(*world, kProgram, [&] {
-    executor = std::make_unique<est::EstExecutor>(job, *placement, *world, deviceComm);
+    executor = std::make_unique<est::EstExecutor>(job, *placement, *countedHost, deviceComm);
     if (checkpoint) elastic::restoreJob(*executor, *checkpoint);
     checkpoint.reset();
   });
@@ -338,6 +357,7 @@ int runLaunch(int argc, char** argv) {
   ending.resumed = resumed;
   ending.checkpointDir = options.checkpointDir;
   ending.recovery = gRecovery.get();
+  ending.usage = usageRecorder.get();
   const int rc = trainToTheEnd(executor, controller, policy, metrics, ending);
   gRecovery.reset();
   tuner.reset();

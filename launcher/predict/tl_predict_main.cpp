@@ -1,0 +1,146 @@
+// tl-predict: the twelve resource metrics of a job before it runs (runtime/usage), from its
+// configuration: the analytic baseline and, with --learned, the model fitted on recorded runs.
+//   tl-predict --model resnet --depth 20 --batch 32 --processes 2 [--learned model.json] [--json]
+//   tl-predict fit --dataset runs.jsonl --out model.json
+//   tl-predict evaluate --dataset runs.jsonl --holdout resnet-14,mlp
+//   tl-predict profile --name resnet20 --kind cpu --gpus 1,2,4 --model resnet --depth 20  (tl-sim CSV)
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "common/check.h"
+#include "common/files.h"
+#include "launcher/cli/cli.h"
+#include "launcher/predict/evaluation.h"
+#include "launcher/predict/sim_profile.h"
+
+namespace {
+
+using namespace tl;
+
+constexpr const char* kProgram = "tl-predict";
+
+void addShapeFlags(CLI::App& app, predict::JobShape& s, double& gbps, std::string& learned, bool& json) {
+  app.add_option("--model", s.model.arch, "model architecture (cnn, mlp, resnet, resnet18, shufflenetv2)")
+      ->capture_default_str();
+  cli::addInt(app, "--depth", &s.model.depth, "depth of the CIFAR ResNet (6n+2)", 0, 1000);
+  cli::addInt(app, "--batch", &s.batch, "batch per logical worker", 1, 1 << 20);
+  cli::addInt(app, "--processes", &s.processes, "N: processes (one logical worker each)", 1, 4096);
+  cli::addInt(app, "--ests-per-process", &s.estsPerProcess, "logical workers per process", 1, 4096);
+  cli::addInt(app, "--steps", &s.steps, "optimizer steps of the job", 1);
+  app.add_option("--reduction", s.reduction, "exact | fp32")->capture_default_str();
+  app.add_option("--optimizer", s.optimizer, "sgd | adam")->capture_default_str();
+  app.add_option("--device", s.device, "cpu | cuda")->capture_default_str();
+  cli::addInt(app, "--compute-threads", &s.computeThreads, "intra-op threads per process", 1, 256);
+  cli::addDouble(app, "--bandwidth-gbps", &gbps, "link bandwidth between processes, GB/s", 1e-6);
+  app.add_option("--learned", learned, "a learned model written by `tl-predict fit`");
+  app.add_flag("--json", json, "print JSON (for tl-sim and scripts) instead of a table");
+}
+
+predict::LearnedPredictor readLearned(const std::string& path) {
+  std::ifstream in(path);
+  TL_REQUIRE(in, "--learned: cannot read '", path, "'");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    inputError("--learned '", path, "': not JSON: ", e.what());
+  }
+  return predict::LearnedPredictor::fromJson(j);
+}
+
+std::set<std::string> splitHoldout(const std::string& text) {
+  std::set<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    TL_REQUIRE(!item.empty(), "--holdout: empty model name in '", text, "'");
+    out.insert(item);
+  }
+  TL_REQUIRE(!out.empty(), "--holdout: name at least one model (e.g. resnet-14,mlp)");
+  return out;
+}
+
+int runPredict(const predict::JobShape& shape, const std::string& learnedPath, bool json) {
+  predict::validate(shape);
+  std::optional<predict::LearnedPredictor> learned;
+  if (!learnedPath.empty()) learned = readLearned(learnedPath);
+  const predict::ModelTrace trace = predict::traceModel(shape.model, shape.batch, shape.computeThreads);
+  const usage::TwelveMetrics analytic = predict::analyticPrediction(shape, trace);
+  usage::TwelveMetrics fitted{};
+  if (learned) fitted = learned->predict(shape, trace);
+  if (json) {
+    nlohmann::json j = {{"shape", predict::toJson(shape)}, {"trace", predict::toJson(trace)}};
+    for (size_t m = 0; m < 12; ++m) {
+      j["analytic"][usage::kMetricNames[m]] = analytic[m];
+      if (learned) j["learned"][usage::kMetricNames[m]] = fitted[m];
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return cli::kExitOk;
+  }
+  std::printf("%s, %lld parameters, activation peak %.1f MB, pass %.4f s at batch %lld\n",
+              predict::modelKey(shape.model).c_str(), (long long)trace.parameters,
+              double(trace.activationPeakBytes) / 1048576.0, trace.forwardBackwardSeconds, (long long)shape.batch);
+  std::printf("%-20s %14s %14s\n", "metric", "analytic", learned ? "learned" : "");
+  for (size_t m = 0; m < 12; ++m) {
+    if (learned) std::printf("%-20s %14.6g %14.6g\n", usage::kMetricNames[m], analytic[m], fitted[m]);
+    else std::printf("%-20s %14.6g\n", usage::kMetricNames[m], analytic[m]);
+  }
+  return cli::kExitOk;
+}
+
+int runMain(int argc, char** argv) {
+  auto app = cli::makeApp(kProgram, "Predicts the twelve resource metrics of a tl job before it runs.");
+  predict::JobShape shape;
+  shape.model.arch = "cnn";
+  std::string learnedPath;
+  bool json = false;
+  double gbps = shape.bandwidthBytesPerSecond / 1e9;
+  addShapeFlags(*app, shape, gbps, learnedPath, json);
+  std::string dataset, out, holdout;
+  CLI::App* fit = app->add_subcommand("fit", "fit the learned model on recorded runs");
+  fit->add_option("--dataset", dataset, "runs recorded by bench/predict_dataset.sh (JSON lines)")->required();
+  fit->add_option("--out", out, "where to write the learned model (JSON)")->required();
+  CLI::App* evaluate = app->add_subcommand("evaluate", "MAPE per metric on held-out models");
+  evaluate->add_option("--dataset", dataset, "runs recorded by bench/predict_dataset.sh (JSON lines)")->required();
+  evaluate->add_option("--holdout", holdout, "models left out of fitting, e.g. resnet-14,mlp")->required();
+  std::string profileName, profileKind, profileGpus = "1,2,4,8";
+  CLI::App* profile = app->add_subcommand("profile", "tl-sim profile rows (model,kind,gpus,samples_per_s) of the job's model");
+  profile->add_option("--name", profileName, "the model's name in tl-sim's traces, e.g. resnet20")->required();
+  profile->add_option("--kind", profileKind, "the device kind, e.g. cpu or fast")->required();
+  profile->add_option("--gpus", profileGpus, "device counts, comma-separated")->capture_default_str();
+  profile->fallthrough();  // the job shape flags (--model, --batch, ...) before or after `profile`
+  if (!cli::parse(*app, argc, argv)) return cli::kExitOk;
+  shape.bandwidthBytesPerSecond = gbps * 1e9;
+  if (fit->parsed()) {
+    const auto runs = predict::readDataset(dataset);
+    const auto model = predict::LearnedPredictor::fit(runs);
+    writeFileAtomic(out, model.toJson().dump(2) + "\n");
+    std::printf("%s: fitted on %zu runs, written to %s\n", kProgram, runs.size(), out.c_str());
+    return cli::kExitOk;
+  }
+  if (evaluate->parsed()) {
+    const auto held = splitHoldout(holdout);
+    const auto runs = predict::readDataset(dataset);
+    const auto errors = predict::evaluateHeldOut(runs, held);
+    std::printf("held out: %s (%zu runs in the dataset)\n%s", holdout.c_str(), runs.size(),
+                predict::errorTable(errors).c_str());
+    return cli::kExitOk;
+  }
+  if (profile->parsed()) {
+    predict::validate(shape);
+    const auto gpus = cli::parseIntList(profileGpus, "--gpus");
+    const auto trace = predict::traceModel(shape.model, shape.batch, shape.computeThreads);
+    std::fputs(predict::simProfileCsv(shape, trace, profileName, profileKind, gpus).c_str(), stdout);
+    return cli::kExitOk;
+  }
+  return runPredict(shape, learnedPath, json);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tl::cli::run(kProgram, [&] { return runMain(argc, argv); });
+}

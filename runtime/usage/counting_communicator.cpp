@@ -1,0 +1,78 @@
+#include "runtime/usage/counting_communicator.h"
+
+#include <time.h>
+
+namespace tl::usage {
+namespace {
+
+double threadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+int64_t bytesOf(const at::Tensor& t) { return t.defined() ? int64_t(t.numel()) * int64_t(t.element_size()) : 0; }
+
+class CountingCommunicator final : public comm::Communicator {
+ public:
+  CountingCommunicator(comm::Communicator& inner, TrafficLog& log, std::unique_ptr<comm::Communicator> owned = {})
+      : owned_(std::move(owned)), inner_(inner), log_(log) {
+    setTimeout(inner.timeout());
+  }
+
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string backend() const override { return inner_.backend(); }
+
+  void allreduce(at::Tensor& tensor, comm::ReduceOp op, const comm::CollectiveOptions& options) override {
+    timed(allreduceBytes(bytesOf(tensor), size()), [&] { inner_.allreduce(tensor, op, withTimeout(options)); });
+  }
+  void broadcast(at::Tensor& tensor, int root, const comm::CollectiveOptions& options) override {
+    timed(broadcastBytes(bytesOf(tensor), size(), root == rank()),
+          [&] { inner_.broadcast(tensor, root, withTimeout(options)); });
+  }
+  at::Tensor allgather(const at::Tensor& tensor, const comm::CollectiveOptions& options) override {
+    at::Tensor out;
+    timed(allgatherBytes(bytesOf(tensor), size()), [&] { out = inner_.allgather(tensor, withTimeout(options)); });
+    return out;
+  }
+  void barrier(const comm::CollectiveOptions& options) override { inner_.barrier(withTimeout(options)); }
+  std::unique_ptr<comm::Communicator> split(int color, int key, const comm::CollectiveOptions& options) override {
+    auto part = inner_.split(color, key, withTimeout(options));
+    if (!part) return nullptr;
+    comm::Communicator& ref = *part;
+    return std::make_unique<CountingCommunicator>(ref, log_, std::move(part));
+  }
+
+ private:
+  // The wrapper's own deadline applies when the call gives none (a job sets it on the wrapper).
+  comm::CollectiveOptions withTimeout(const comm::CollectiveOptions& options) const {
+    comm::CollectiveOptions o = options;
+    o.timeout = timeoutFor(options);
+    return o;
+  }
+
+  template <typename Call>
+  void timed(TrafficBytes bytes, Call&& call) {
+    TrafficEvent e;
+    e.start = now();
+    const double cpu0 = threadCpuSeconds();
+    call();
+    e.end = now();
+    e.sent = bytes.sent;
+    e.received = bytes.received;
+    log_.add(e, threadCpuSeconds() - cpu0);
+  }
+
+  std::unique_ptr<comm::Communicator> owned_;
+  comm::Communicator& inner_;
+  TrafficLog& log_;
+};
+
+}  // namespace
+
+std::unique_ptr<comm::Communicator> countTraffic(comm::Communicator& inner, TrafficLog& log) {
+  return std::make_unique<CountingCommunicator>(inner, log);
+}
+
+}  // namespace tl::usage
