@@ -3,11 +3,10 @@
 // through checkpoint-restart rescales (with loader threads changed between segments).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/consistency_csv.h"
 #include "tests/support/run_command.h"
 
 namespace {
@@ -19,19 +18,6 @@ using tl::testing::slurp;
 
 std::string gDataDir;
 constexpr int kSteps = 30;  // 256 samples / 4 ESTs / batch 8 = 8 steps per epoch: 3 boundaries
-
-// With TL_CONSISTENCY_CSV=FILE, every cell's hash is also appended to FILE
-// (model,reduction,"cell",params_sha256): bench/consistency/run.sh builds its table from it.
-void recordCells(const std::string& model, const std::string& reduction,
-                 const std::map<std::string, std::string>& hashes) {
-  const char* path = std::getenv("TL_CONSISTENCY_CSV");
-  if (path == nullptr || *path == '\0') return;
-  std::ofstream csv(path, std::ios::app);
-  ASSERT_TRUE(csv) << "cannot append to TL_CONSISTENCY_CSV file " << path;
-  for (const auto& [cell, hash] : hashes) {
-    csv << model << ',' << reduction << ",\"" << cell << "\"," << hash << '\n';
-  }
-}
 
 struct Model {
   std::string name;
@@ -92,7 +78,7 @@ TEST_P(ConsistencyMatrix, EveryPlacementAndRescaleMatchesDdp) {
   hashes["-np 2 3,1"] = fullRun("p31", 2, "--placement 3,1 --workers 1");
   hashes["rescale 4->2->3"] = rescaledRun("rescale", "1", "1", "1");
   hashes["rescale, loader 0/2/3"] = rescaledRun("rescale_loaders", "0", "2", "3");
-  recordCells(GetParam().name, "exact", hashes);
+  tl::testing::recordConsistencyCells(GetParam().name, "exact", hashes);
   const std::string reference = hashes["ddp -np 4"];
   ASSERT_EQ(reference.size(), 64u);
   for (const auto& [name, hash] : hashes) {
@@ -108,7 +94,7 @@ TEST_P(ConsistencyMatrix, Fp32ReductionMakesNoSuchPromise) {
             << ", -np 1 placement 4 " << packed.substr(0, 16)
             << (ddp == packed ? " (equal this time)" : " (differ)") << std::endl;
   RecordProperty("fp32_hashes_equal", ddp == packed ? "yes" : "no");
-  recordCells(GetParam().name, "fp32", {{"ddp -np 4", ddp}, {"-np 1 4", packed}});
+  tl::testing::recordConsistencyCells(GetParam().name, "fp32", {{"ddp -np 4", ddp}, {"-np 1 4", packed}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ConsistencyMatrix,
