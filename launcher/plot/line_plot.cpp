@@ -54,7 +54,13 @@ std::string renderLinePlotPng(const LinePlot& plot, int width, int height) {
              plot.logY ? " (a log axis leaves out values <= 0)" : "");
   Canvas canvas(width, height);
   Painter p(canvas.context(), kFontSize);
-  const double left = 95, right = width - 30, top = 60, bottom = height - 65;
+  // The legend sits between the title and the plot area, one row per series, so it never
+  // hides a curve.
+  constexpr double kLegendTop = 50, kRowHeight = 20;
+  const double left = 95, right = width - 30, bottom = height - 65;
+  const double top = kLegendTop + kRowHeight * double(plot.series.size()) + 5;
+  TL_REQUIRE(bottom - top >= 60, "plot '", plot.title, "': ", plot.series.size(),
+             " series leave no room for the plot at a height of ", height, " pixels");
 
   // Axes: x over [lo, hi]; y over nice ticks (decades on a log axis), a little headroom.
   if (xs.hi == xs.lo) xs.hi = xs.lo + 1;
@@ -115,17 +121,14 @@ std::string renderLinePlotPng(const LinePlot& plot, int width, int height) {
     }
     flush();
   }
-  // Legend: one row per series in the top right corner of the plot area, on white.
   double legendWidth = 0;
   for (const Series& s : plot.series) legendWidth = std::max(legendWidth, p.textWidth(s.label));
-  const double boxLeft = right - legendWidth - 50, rowHeight = 20;
-  const double boxBottom = top + 10 + rowHeight * double(plot.series.size());
-  p.rectangle(boxLeft - 6, top + 4, right - boxLeft, boxBottom - top, kWhite);
+  const double legendLeft = right - legendWidth - 36;
   for (size_t i = 0; i < plot.series.size(); ++i) {
-    const double row = top + 14 + rowHeight * double(i);
+    const double row = kLegendTop + kRowHeight * double(i);
     const Colour c = colours[i % colours.size()];
-    p.line(boxLeft, row, boxLeft + 28, row, c, 3, plot.series[i].dashed ? 6 : 0);
-    p.text(boxLeft + 36, row, plot.series[i].label, kBlack);
+    p.line(legendLeft, row, legendLeft + 28, row, c, 3, plot.series[i].dashed ? 6 : 0);
+    p.text(legendLeft + 36, row, plot.series[i].label, kBlack);
   }
   return canvas.png();
 }

@@ -1,5 +1,6 @@
 // tl-report: the PNG plots of tl's reports (bench/consistency, bench/study) from CSV files,
 // drawn with tl's cairo plotting (launcher/plot). Torch-free.
+#include <algorithm>
 #include <cstdio>
 
 #include "common/check.h"
@@ -14,8 +15,8 @@ constexpr const char* kProgram = "tl-report";
 
 constexpr const char* kSummary =
     "Draws a line plot of CSV columns as a PNG.\n"
-    "Run as: tl-report plot --out FILE.png --title T --x-label X --y-label Y \\\n"
-    "            --series 'LABEL=FILE.csv:XCOLUMN:YCOLUMN' [--series ...] [--log-y]\n"
+    "Run as: tl-report plot --out FILE.png --title T --x-label X --y-label Y [--log-y] \\\n"
+    "            --series 'LABEL=FILE.csv:XCOLUMN:YCOLUMN;LABEL=FILE.csv:XCOLUMN:YCOLUMN;...'\n"
     "Each CSV has a header row; empty cells are missing values. A series whose label ends in\n"
     "' *' is drawn dashed (the mark is not shown); --markers puts a dot on every point.";
 
@@ -25,7 +26,7 @@ tl::plot::Series readSeries(const std::string& spec, bool markers) {
   const size_t yColon = spec.rfind(':');
   const size_t xColon =
       yColon == std::string::npos || yColon == 0 ? std::string::npos : spec.rfind(':', yColon - 1);
-  TL_REQUIRE(eq != std::string::npos && xColon != std::string::npos && xColon > eq, "--series '",
+  TL_REQUIRE(eq != std::string::npos && xColon != std::string::npos && xColon > eq, "series '",
              spec, "': expected LABEL=FILE.csv:XCOLUMN:YCOLUMN");
   tl::plot::Series s;
   s.label = spec.substr(0, eq);
@@ -45,7 +46,7 @@ tl::plot::Series readSeries(const std::string& spec, bool markers) {
 int runPlot(int argc, char** argv) {
   using namespace tl;
   std::string out;
-  std::vector<std::string> series;
+  std::string series;
   plot::LinePlot figure;
   bool markers = false;
   int width = 900, height = 520;
@@ -55,8 +56,8 @@ int runPlot(int argc, char** argv) {
   plotCommand->add_option("--title", figure.title, "title above the plot");
   plotCommand->add_option("--x-label", figure.xLabel, "x axis label");
   plotCommand->add_option("--y-label", figure.yLabel, "y axis label");
-  plotCommand->add_option("--series", series, "LABEL=FILE.csv:XCOLUMN:YCOLUMN (repeat for more)")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  plotCommand->add_option("--series", series,
+                          "LABEL=FILE.csv:XCOLUMN:YCOLUMN, one per series, separated by ';'");
   plotCommand->add_flag("--log-y", figure.logY, "logarithmic y axis (values <= 0 left out)");
   plotCommand->add_flag("--markers", markers, "a dot on every point");
   cli::addInt(*plotCommand, "--width", &width, "pixels", 300, 4000);
@@ -64,8 +65,12 @@ int runPlot(int argc, char** argv) {
   if (!cli::parse(*app, argc, argv)) return cli::kExitOk;
   TL_REQUIRE(plotCommand->parsed(), "expected a command: plot (see tl-report --help)");
   TL_REQUIRE(!out.empty(), "--out: required (the PNG to write)");
-  TL_REQUIRE(!series.empty(), "--series: give at least one");
-  for (const std::string& spec : series) figure.series.push_back(readSeries(spec, markers));
+  TL_REQUIRE(!series.empty(), "--series: give at least one LABEL=FILE.csv:XCOLUMN:YCOLUMN");
+  for (size_t start = 0; start <= series.size();) {
+    const size_t end = std::min(series.find(';', start), series.size());
+    figure.series.push_back(readSeries(series.substr(start, end - start), markers));
+    start = end + 1;
+  }
   writeFileAtomic(out, plot::renderLinePlotPng(figure, width, height));
   std::printf("%s\n", out.c_str());
   return cli::kExitOk;
