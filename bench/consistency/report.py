@@ -296,8 +296,8 @@ def main():
     data, epochs = epochs_section(rep, args.runs)
     chain_ok = longer_section(rep, args.runs, data, epochs)
     head = ["## Headline\n"]
-    head.append("- Bit-equality matrix: %s." % ("every exact-reduction cell has DDP mode's `params_sha256`"
-                                               if matrix_ok else "**a cell differs from DDP mode**"))
+    head.append("- Bit-equality matrix: %s." % ("every exact-reduction cell has its reference run's `params_sha256` (DDP mode, or the uninterrupted run)"
+                                               if matrix_ok else "**a cell differs from its reference**"))
     for name, r in ddp.items():
         head.append("- %s, %d steps: tl and PyTorch DDP with exact averaging %s; stock DDP: %s." % (
             r["title"], r["steps"],
