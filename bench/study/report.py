@@ -177,8 +177,9 @@ def main():
     head = ["## Headline\n"]
     for key, title in LOADER_MODELS:
         fastest, zero = best[key]
-        head.append("- %s: fastest epoch with %d loader threads, %.2f s (0 threads: %.2f s, of which %.2f s "
-                    "waiting for data)." % (title, fastest[0], fastest[4], zero[4], zero[1]))
+        head.append("- %s: fastest epoch with %d loader threads, %.2f s (0 threads: %.2f s); the settings ran "
+                    "one after another on a shared machine, so read section 1's caveat first." % (
+                        title, fastest[0], fastest[4], zero[4]))
     head.append("- Optimizers (CNN, Fashion-MNIST): best %s at %.2f %% test accuracy, worst %s at %.2f %%." % (
         ranking[0][0], ranking[0][2], ranking[-1][0], ranking[-1][2]))
     head.append("- BatchNorm: Fashion-MNIST %.2f %% with vs %.2f %% without; synthetic CIFAR-10 %.2f %% vs %.2f %%." % (
