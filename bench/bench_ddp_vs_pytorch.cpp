@@ -1,6 +1,6 @@
 // Images/s of tl against PyTorch DDP on the same machine, in one invocation: ResNet-18 (CIFAR)
 // and ResNet-20, batch 32 per worker, one compute thread per process, random CIFAR-shaped data.
-//   - PyTorch DDP (bench/reference/ddp_reference.py): 2 processes, gloo on CPU, the reference;
+//   - PyTorch DDP (bench/reference/ddp_speed.py): 2 processes, gloo on CPU, the reference;
 //   - tl in DDP mode: 2 processes x 1 EST (tl-launch --logical-workers 2);
 //   - tl with 4 ESTs on the same 2 processes (--logical-workers 4): twice the images per step.
 // Each round runs the three in alternating order; a ratio is tl's images/s over PyTorch's in the
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   }
-  const std::string script = std::string(TL_BENCH_SOURCE_DIR) + "/reference/ddp_reference.py";
+  const std::string script = std::string(TL_BENCH_SOURCE_DIR) + "/reference/ddp_speed.py";
   // Outside /tmp: every namespace host has its own /tmp, but sees the build folder.
   const std::string root = tl::bench::binDir() + "/../bench-tmp/ddp_vs_pytorch";
   std::filesystem::remove_all(root);

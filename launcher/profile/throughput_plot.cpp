@@ -1,113 +1,21 @@
 #include "launcher/profile/throughput_plot.h"
 
-#include <cairo.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <memory>
 
 #include "common/check.h"
 #include "common/files.h"
+#include "launcher/plot/painter.h"
 
 namespace tl::profile {
 namespace {
 
-constexpr PlotColour kWhite{255, 255, 255}, kBlack{0, 0, 0}, kGrid{225, 225, 225};
+using plot::kBlack;
+using plot::kGrid;
+using plot::Painter;
+using plot::tickLabel;
 constexpr double kFontSize = 14;
-
-std::string tickLabel(double value, double step) {
-  char buf[32];
-  int decimals = step >= 1 ? 0 : int(std::ceil(-std::log10(step)));
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
-  return buf;
-}
-
-struct SurfaceDeleter {
-  void operator()(cairo_surface_t* s) const { cairo_surface_destroy(s); }
-};
-struct ContextDeleter {
-  void operator()(cairo_t* c) const { cairo_destroy(c); }
-};
-
-// Drawing in pixel coordinates, y down, with the few primitives the plot needs.
-class Painter {
- public:
-  explicit Painter(cairo_t* cr) : cr_(cr) {
-    cairo_select_font_face(cr_, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-    cairo_set_font_size(cr_, kFontSize);
-  }
-
-  void colour(PlotColour c) { cairo_set_source_rgb(cr_, c.r / 255.0, c.g / 255.0, c.b / 255.0); }
-
-  // A line; with dash > 0, dash pixels on, dash off. Horizontal and vertical lines of odd width
-  // sit on pixel centres so they stay crisp.
-  void line(double x0, double y0, double x1, double y1, PlotColour c, double width = 1,
-            double dash = 0) {
-    if (int(width) % 2 == 1) {
-      if (x0 == x1) x0 = x1 = std::floor(x0) + 0.5;
-      if (y0 == y1) y0 = y1 = std::floor(y0) + 0.5;
-    }
-    colour(c);
-    cairo_set_line_width(cr_, width);
-    cairo_set_dash(cr_, &dash, dash > 0 ? 1 : 0, 0);
-    cairo_move_to(cr_, x0, y0);
-    cairo_line_to(cr_, x1, y1);
-    cairo_stroke(cr_);
-    cairo_set_dash(cr_, nullptr, 0, 0);
-  }
-
-  void polyline(const std::vector<std::pair<double, double>>& points, PlotColour c, double width) {
-    if (points.size() < 2) return;
-    colour(c);
-    cairo_set_line_width(cr_, width);
-    cairo_set_line_join(cr_, CAIRO_LINE_JOIN_ROUND);
-    cairo_move_to(cr_, points[0].first, points[0].second);
-    for (size_t i = 1; i < points.size(); ++i)
-      cairo_line_to(cr_, points[i].first, points[i].second);
-    cairo_stroke(cr_);
-  }
-
-  void disc(double cx, double cy, double radius, PlotColour c) {
-    colour(c);
-    cairo_new_sub_path(cr_);
-    cairo_arc(cr_, cx, cy, radius, 0, 2 * M_PI);
-    cairo_fill(cr_);
-  }
-
-  void square(double cx, double cy, double half, PlotColour c) {
-    colour(c);
-    cairo_rectangle(cr_, cx - half, cy - half, 2 * half, 2 * half);
-    cairo_fill(cr_);
-  }
-
-  double textWidth(const std::string& s) {
-    cairo_text_extents_t e;
-    cairo_text_extents(cr_, s.c_str(), &e);
-    return e.x_advance;
-  }
-
-  // Text whose box is placed relative to (x, y): ax = 0 left, 0.5 centre, 1 right; the
-  // vertical centre of digits and capitals at y. `up`: turned to read bottom to top.
-  void text(double x, double y, const std::string& s, PlotColour c, double ax = 0,
-            bool up = false) {
-    colour(c);
-    cairo_save(cr_);
-    cairo_translate(cr_, x, y);
-    if (up) cairo_rotate(cr_, -M_PI / 2);
-    cairo_move_to(cr_, -ax * textWidth(s), kFontSize * 0.36);
-    cairo_show_text(cr_, s.c_str());
-    cairo_restore(cr_);
-  }
-
- private:
-  cairo_t* cr_;
-};
-
-cairo_status_t appendToString(void* closure, const unsigned char* data, unsigned int length) {
-  static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
-  return CAIRO_STATUS_SUCCESS;
-}
 
 void draw(Painter& p, const ThroughputPlot& plot, int width, int height) {
   const double left = 90, right = width - 30, top = 75, bottom = height - 70;
@@ -177,36 +85,13 @@ void draw(Painter& p, const ThroughputPlot& plot, int width, int height) {
 
 }  // namespace
 
-double niceTickStep(double top, int maxTicks) {
-  if (!(top > 0)) return 1;
-  double raw = top / maxTicks;
-  double power = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (m * power >= raw) return m * power;
-  }
-  return 10 * power;
-}
+double niceTickStep(double top, int maxTicks) { return tl::plot::niceTickStep(top, maxTicks); }
 
 std::string renderThroughputPng(const ThroughputPlot& plot, int width, int height) {
-  TL_CHECK(width >= 200 && height >= 150, "plot of ", width, "x", height, " is too small");
-  std::unique_ptr<cairo_surface_t, SurfaceDeleter> surface(
-      cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height));
-  TL_CHECK(cairo_surface_status(surface.get()) == CAIRO_STATUS_SUCCESS,
-           "cairo surface: ", cairo_status_to_string(cairo_surface_status(surface.get())));
-  {
-    std::unique_ptr<cairo_t, ContextDeleter> cr(cairo_create(surface.get()));
-    Painter painter(cr.get());
-    painter.colour(kWhite);
-    cairo_paint(cr.get());
-    draw(painter, plot, width, height);
-    TL_CHECK(cairo_status(cr.get()) == CAIRO_STATUS_SUCCESS,
-             "cairo drawing: ", cairo_status_to_string(cairo_status(cr.get())));
-  }
-  std::string png;
-  const cairo_status_t status =
-      cairo_surface_write_to_png_stream(surface.get(), appendToString, &png);
-  TL_CHECK(status == CAIRO_STATUS_SUCCESS, "PNG encoding: ", cairo_status_to_string(status));
-  return png;
+  tl::plot::Canvas canvas(width, height);
+  Painter painter(canvas.context(), kFontSize);
+  draw(painter, plot, width, height);
+  return canvas.png();
 }
 
 void writeThroughputPng(const ThroughputPlot& plot, const std::string& path, int width,

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/plot/painter.h"
+
 namespace tl::profile {
 
 struct PlotPoint {
@@ -20,11 +22,8 @@ struct ThroughputPlot {
   int recommended = -1;          // -1: none
 };
 
-// The colours of the series (the inside of a dot or line is exactly this colour; its edges are
-// blended with what lies under them).
-struct PlotColour {
-  uint8_t r, g, b;
-};
+// The colours of the series (see plot::Colour).
+using PlotColour = plot::Colour;
 constexpr PlotColour kMeasuredColour{214, 80, 30};
 constexpr PlotColour kModelColour{40, 90, 200};
 constexpr PlotColour kRecommendedColour{40, 150, 60};

@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/consistency_csv.h"
 #include "tests/support/run_command.h"
 
 namespace {
@@ -77,6 +78,7 @@ TEST_P(ConsistencyMatrix, EveryPlacementAndRescaleMatchesDdp) {
   hashes["-np 2 3,1"] = fullRun("p31", 2, "--placement 3,1 --workers 1");
   hashes["rescale 4->2->3"] = rescaledRun("rescale", "1", "1", "1");
   hashes["rescale, loader 0/2/3"] = rescaledRun("rescale_loaders", "0", "2", "3");
+  tl::testing::recordConsistencyCells(GetParam().name, "exact", hashes);
   const std::string reference = hashes["ddp -np 4"];
   ASSERT_EQ(reference.size(), 64u);
   for (const auto& [name, hash] : hashes) {
@@ -92,6 +94,7 @@ TEST_P(ConsistencyMatrix, Fp32ReductionMakesNoSuchPromise) {
             << ", -np 1 placement 4 " << packed.substr(0, 16)
             << (ddp == packed ? " (equal this time)" : " (differ)") << std::endl;
   RecordProperty("fp32_hashes_equal", ddp == packed ? "yes" : "no");
+  tl::testing::recordConsistencyCells(GetParam().name, "fp32", {{"ddp -np 4", ddp}, {"-np 1 4", packed}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ConsistencyMatrix,

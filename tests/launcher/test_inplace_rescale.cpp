@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "tests/support/consistency_csv.h"
 #include "tests/support/run_command.h"
 
 namespace {
@@ -130,6 +131,10 @@ TEST_F(InplaceRescale, AChainOfShrinksGrowsAndPlacementChangesKeepsTheDdpBits) {
   EXPECT_NE(results[2].out.find("1 process(es) started"), std::string::npos) << results[2].out;
   ASSERT_EQ(job.wait(), 0) << job.log();
   EXPECT_EQ(summary(out)["params_sha256"], gReferenceSha) << job.log();
+  tl::testing::recordConsistencyCells(
+      "cnn (in-place test job)", "exact",
+      {{"ddp -np 4", gReferenceSha},
+       {"in place 4 -> 2 -> 3,1 -> 1,2,1 -> 1 -> 4 (tl-ctl)", summary(out)["params_sha256"]}});
   EXPECT_EQ(summary(out)["inplace_rescales"], 5);
   EXPECT_EQ(summary(out)["processes"], 4);
 

@@ -15,6 +15,7 @@
 #include <random>
 #include <thread>
 
+#include "tests/support/consistency_csv.h"
 #include "tests/support/run_command.h"
 
 namespace {
@@ -149,6 +150,10 @@ TEST_F(Recovery, RandomKillsEndOnTheUninterruptedBits) {
   ASSERT_EQ(result.exitCode, 0) << result.err;
   const json summary = json::parse(slurp(out + "/summary.json"));
   EXPECT_EQ(summary["params_sha256"], referenceHash()) << "seed " << seed;
+  tl::testing::recordConsistencyCells(
+      "cnn (recovery test job)", "exact",
+      {{"uninterrupted -np 2 (2,2)", referenceHash()},
+       {"tl-run, 3 ranks SIGKILLed: 4 -> 3 -> 2 -> 1", summary["params_sha256"]}});
   EXPECT_EQ(summary["processes"], 1);
   EXPECT_EQ(summary["recovery"]["failures"], 3);
   EXPECT_EQ(summary["recovery"]["recoveries"], 3);

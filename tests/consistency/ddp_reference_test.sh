@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# tl against real PyTorch DDP (bench/reference/ddp_reference.py: gloo, one process per rank),
+# the fast subset of bench/consistency: a CNN with BatchNorm and dropout, 10 steps on synthetic
+# CIFAR-10, the same initial weights (tl's --steps 0 --save-model), data order and dropout draws.
+# N = 4: tl (2 ESTs on each of 2 processes) = DDP (4 ranks) with exact averaging, every step's
+# loss and the final params_sha256; stock DDP (float32 gloo sums) is recorded, not asserted.
+# Skipped (exit 77) when /usr/bin/python3 (or TL_PYTHON) cannot import torch.
+# usage: ddp_reference_test.sh LAUNCHER_BIN_DIR SOURCE_DIR
+set -uo pipefail
+BIN="$1"
+SRC="$2"
+PY="${TL_PYTHON:-/usr/bin/python3}"
+if ! "$PY" -c 'import torch' 2>/dev/null; then
+  echo "SKIP: $PY cannot import torch (python3-torch is not installed)"
+  exit 77
+fi
+WORK="${TL_TEST_TMP:-/tmp}/ddp_reference_test"
+rm -rf "$WORK" && mkdir -p "$WORK"
+MPIRUN="${TL_MPIEXEC:-mpirun} --oversubscribe --bind-to none"
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$BIN/tl-data" synth --out "$WORK/data" --train 256 --test 64 --seed 5 >/dev/null || fail "tl-data synth"
+JOB="--model cnn --dataset cifar10 --data-dir $WORK/data --batch 8 --seed 11 --optimizer sgd --lr 0.05
+     --momentum 0.9 --dampening 0 --weight-decay 0 --lr-schedule constant --warmup-epochs 0
+     --compute-threads 1 --augment off --workers 0 --log-every 0"
+PYJOB="--model cnn --dataset cifar10 --data-dir $WORK/data --batch 8 --seed 11 --lr 0.05 --momentum 0.9
+       --threads 1 --steps 10"
+
+# compare TL_RUN DDP_RUN: 0 when every step's loss and the final params_sha256 are equal;
+# prints the first step that differs and the largest relative difference.
+compare() {
+  "$PY" - "$1" "$2" <<'PY'
+import csv, json, sys
+tl_run, ddp_run = sys.argv[1], sys.argv[2]
+tl = {r["step"]: r["loss"] for r in map(json.loads, open(tl_run + "/metrics.jsonl")) if r.get("type") == "step"}
+ddp = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(open(ddp_run + "/steps.csv"))}
+if sorted(tl) != sorted(ddp) or len(tl) != 10:
+    sys.exit("steps differ: tl %s, DDP %s" % (sorted(tl), sorted(ddp)))
+diff = [s for s in sorted(tl) if tl[s] != ddp[s]]
+worst = max(abs(tl[s] - ddp[s]) / abs(tl[s]) for s in tl)
+same = json.load(open(tl_run + "/summary.json"))["params_sha256"] == json.load(open(ddp_run + "/summary.json"))["params_sha256"]
+print("  first step that differs: %s, max relative loss difference %.3g, same params_sha256: %s"
+      % (diff[0] if diff else "none", worst, same))
+sys.exit(0 if not diff and same else 1)
+PY
+}
+
+N=4
+$MPIRUN -np 1 "$BIN/tl-launch" $JOB --logical-workers $N --steps 0 --save-model "$WORK/init.pt" \
+  --output-dir "$WORK/init" >"$WORK/init.log" 2>&1 || fail "tl-launch --steps 0 --save-model: $(head -3 "$WORK/init.log")"
+$MPIRUN -np 2 "$BIN/tl-launch" $JOB --logical-workers $N --placement 2,2 --steps 10 --output-dir "$WORK/tl" \
+  >"$WORK/tl.log" 2>&1 || fail "tl-launch: $(head -3 "$WORK/tl.log")"
+"$PY" "$SRC/bench/reference/ddp_reference.py" $PYJOB --ranks $N --init "$WORK/init.pt" --averaging exact,stock \
+  --out "$WORK/ddp" >"$WORK/ddp.log" 2>&1 || fail "PyTorch DDP: $(tail -5 "$WORK/ddp.log")"
+
+status=0
+echo "tl (4 ESTs, 2,2 on 2 processes) vs PyTorch DDP, 4 ranks, exact averaging hook:"
+compare "$WORK/tl" "$WORK/ddp/exact" || { echo "FAIL: tl differs from DDP with exact averaging"; status=1; }
+echo "tl vs stock PyTorch DDP, 4 ranks (float32 gloo sums; recorded, not asserted):"
+compare "$WORK/tl" "$WORK/ddp/stock"
+[ $status = 0 ] && echo "PASS"
+exit $status
