@@ -33,11 +33,6 @@ std::string hostName() {
   return name;
 }
 
-std::string absolutePath(const std::string& path) {
-  if (path.empty()) return path;
-  return std::filesystem::absolute(path).lexically_normal().string();
-}
-
 // The lead's answer to a request that names a layout, or the reason it cannot be had.
 std::optional<std::string> checkCounts(const std::vector<int>& counts, int logicalWorkers, int processes,
                                        const std::string& what) {

@@ -28,7 +28,7 @@ TEST(Protocol, JobMessagesRoundTrip) {
   EXPECT_EQ(decoded.maxWorkers, 6);
   EXPECT_EQ(decoded.workers, 2);
 
-  ReportMessage p{{3, 1.25, 480}, {0.75, 470}, 0.125};
+  ReportMessage p{{3, 1.25, 480}, {0.75, 470}, 0.125, {}};
   auto report = std::get<ReportMessage>(decodeJobMessage(withoutNewline(encode(JobMessage{p}))));
   EXPECT_EQ(report.loader.workers, 3);
   EXPECT_EQ(report.loader.busySeconds, 1.25);
