@@ -13,6 +13,41 @@ double threadCpuSeconds() {
 
 int64_t bytesOf(const at::Tensor& t) { return t.defined() ? int64_t(t.numel()) * int64_t(t.element_size()) : 0; }
 
+class CountedPending final : public comm::PendingCollective {
+ public:
+  CountedPending(std::unique_ptr<comm::PendingCollective> inner, TrafficLog& log, TrafficBytes bytes,
+                 double start, double cpuSeconds)
+      : inner_(std::move(inner)), log_(log), bytes_(bytes), start_(start), cpu_(cpuSeconds) {}
+  bool test() override { return measured([&] { return inner_->test(); }); }
+  void wait() override {
+    measured([&] {
+      inner_->wait();
+      return true;
+    });
+  }
+
+ private:
+  template <typename Call>
+  bool measured(Call&& call) {
+    if (recorded_) return call();
+    const double cpu0 = threadCpuSeconds();
+    const bool done = call();
+    cpu_ += threadCpuSeconds() - cpu0;
+    if (done) {
+      recorded_ = true;
+      log_.add(TrafficEvent{start_, now(), bytes_.sent, bytes_.received}, cpu_);
+    }
+    return done;
+  }
+
+  std::unique_ptr<comm::PendingCollective> inner_;
+  TrafficLog& log_;
+  TrafficBytes bytes_;
+  double start_;
+  double cpu_;
+  bool recorded_ = false;
+};
+
 class CountingCommunicator final : public comm::Communicator {
  public:
   CountingCommunicator(comm::Communicator& inner, TrafficLog& log, std::unique_ptr<comm::Communicator> owned = {})
@@ -26,6 +61,16 @@ class CountingCommunicator final : public comm::Communicator {
 
   void allreduce(at::Tensor& tensor, comm::ReduceOp op, const comm::CollectiveOptions& options) override {
     timed(allreduceBytes(bytesOf(tensor), size()), [&] { inner_.allreduce(tensor, op, withTimeout(options)); });
+  }
+  // A started allreduce (overlapped buckets) stays started: forwarded, and recorded from its start
+  // to the first test() or wait() that finds it complete.
+  std::unique_ptr<comm::PendingCollective> startAllreduce(at::Tensor& tensor, comm::ReduceOp op,
+                                                          const comm::CollectiveOptions& options) override {
+    const double start = now();
+    const double cpu0 = threadCpuSeconds();
+    auto inner = inner_.startAllreduce(tensor, op, withTimeout(options));
+    return std::make_unique<CountedPending>(std::move(inner), log_, allreduceBytes(bytesOf(tensor), size()),
+                                            start, threadCpuSeconds() - cpu0);
   }
   void broadcast(at::Tensor& tensor, int root, const comm::CollectiveOptions& options) override {
     timed(broadcastBytes(bytesOf(tensor), size(), root == rank()),

@@ -60,6 +60,48 @@ TEST(CountingCommunicator, ForwardsCallsAndLogsTheirBytes) {
   }
 }
 
+// A backend whose started allreduce completes on the second test(): the wrapper must hand
+// the start on (not fall back to the base class's blocking allreduce, which would stall an
+// overlapped backward) and log the collective once, when it is found complete.
+class StartedOnly final : public comm::Communicator {
+ public:
+  int starts = 0, blockingCalls = 0;
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  std::string backend() const override { return "fake"; }
+  void allreduce(at::Tensor&, comm::ReduceOp, const comm::CollectiveOptions&) override { ++blockingCalls; }
+  std::unique_ptr<comm::PendingCollective> startAllreduce(at::Tensor&, comm::ReduceOp,
+                                                          const comm::CollectiveOptions&) override {
+    ++starts;
+    struct SecondTest final : comm::PendingCollective {
+      int tests = 0;
+      bool test() override { return ++tests >= 2; }
+      void wait() override { tests = 2; }
+    };
+    return std::make_unique<SecondTest>();
+  }
+  void broadcast(at::Tensor&, int, const comm::CollectiveOptions&) override {}
+  at::Tensor allgather(const at::Tensor& t, const comm::CollectiveOptions&) override { return t; }
+  void barrier(const comm::CollectiveOptions&) override {}
+  std::unique_ptr<comm::Communicator> split(int, int, const comm::CollectiveOptions&) override { return nullptr; }
+};
+
+TEST(CountingCommunicator, KeepsAStartedAllreduceStartedAndLogsItOnceWhenComplete) {
+  StartedOnly inner;
+  usage::TrafficLog log;
+  auto comm = usage::countTraffic(inner, log);
+  at::Tensor t = at::ones({250}, at::kFloat);  // 1000 bytes
+  auto pending = comm->startAllreduce(t, comm::ReduceOp::Sum);
+  EXPECT_EQ(inner.starts, 1);
+  EXPECT_EQ(inner.blockingCalls, 0);
+  EXPECT_FALSE(pending->test());
+  EXPECT_EQ(log.sentTotal(), 0);  // not complete yet: nothing logged
+  EXPECT_TRUE(pending->test());
+  pending->wait();
+  EXPECT_EQ(log.sentTotal(), 1000);
+  EXPECT_EQ(log.take().size(), 1u);
+}
+
 TEST(UsageRecorder, WindowsCarryTheTrafficOfTheirSteps) {
   tl::testing::runInMemoryRanks(2, [&](comm::Communicator& inner) {
     usage::UsageOptions options;
