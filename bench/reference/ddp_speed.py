@@ -1,5 +1,5 @@
-"""PyTorch DDP reference for bench_ddp_vs_pytorch: data-parallel training of the CIFAR ResNet-18
-(resnet18_step.py's definition) or ResNet-20 (He et al. 2016, option-A shortcuts, as tl's
+"""PyTorch DDP reference for bench_ddp_vs_pytorch: data-parallel training of tl's CIFAR
+ResNet-18 or ResNet-20 (ddp_models.py: layer for layer as tl's `--model resnet18` and
 `--model resnet --depth 20`) with torch.nn.parallel.DistributedDataParallel over gloo on CPU,
 or NCCL when --device cuda, on random CIFAR-shaped batches, SGD with momentum.
 
@@ -26,46 +26,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from resnet18_step import ResNet18  # noqa: E402
+from ddp_models import build  # noqa: E402  (the models layer for layer as tl's)
 
 
-class OptionABlock(nn.Module):
-    """BasicBlock whose shortcut subsamples and zero-pads channels (no parameters)."""
-
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.stride, self.pad = stride, cout - cin
-
-    def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        short = x[:, :, :: self.stride, :: self.stride] if self.stride != 1 else x
-        if self.pad:
-            short = F.pad(short, (0, 0, 0, 0, self.pad // 2, self.pad - self.pad // 2))
-        return F.relu(out + short)
-
-
-class ResNet20(nn.Module):
-    def __init__(self, classes=10, n=3):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 16, 3, 1, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(16)
-        layers, cin = [], 16
-        for cout, stride in [(16, 1), (32, 2), (64, 2)]:
-            blocks = [OptionABlock(cin, cout, stride)] + [OptionABlock(cout, cout, 1) for _ in range(n - 1)]
-            layers.append(nn.Sequential(*blocks))
-            cin = cout
-        self.layer1, self.layer2, self.layer3 = layers
-        self.linear = nn.Linear(64, classes)
-
-    def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
-        out = self.layer3(self.layer2(self.layer1(out)))
-        return self.linear(F.adaptive_avg_pool2d(out, 1).flatten(1))
+def make_model(name):
+    if name == "resnet18":
+        return build("resnet18", 18, 3, 32, 10, True, 0.0)
+    return build("resnet", 20, 3, 32, 10, True, 0.0)
 
 
 def train(rank, size, args):
@@ -74,7 +41,7 @@ def train(rank, size, args):
     dist.init_process_group(backend, rank=rank, world_size=size)
     device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
     torch.manual_seed(0)
-    model = (ResNet18() if args.model == "resnet18" else ResNet20()).to(device)
+    model = make_model(args.model).to(device)
     ddp = nn.parallel.DistributedDataParallel(model)  # 25 MiB buckets, overlapped with backward
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
     generator = torch.Generator().manual_seed(rank)
