@@ -114,6 +114,19 @@ void takeClusterDown() { std::system((nscluster() + " down >/dev/null 2>&1").c_s
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--cluster") continue;
+    if ((a == "--steps" || a == "--rounds" || a == "--models") && i + 1 < argc) {
+      ++i;
+      continue;
+    }
+    std::fprintf(stderr,
+                 "bench_ddp_vs_pytorch: unknown flag or missing value: %s\n"
+                 "usage: bench_ddp_vs_pytorch [--steps S] [--rounds R] [--models resnet18,resnet20] [--cluster]\n",
+                 argv[i]);
+    return 2;
+  }
   const int steps = std::stoi(flag(argc, argv, "--steps", "5"));
   const int rounds = std::stoi(flag(argc, argv, "--rounds", "3"));
   const std::string modelList = flag(argc, argv, "--models", "resnet18,resnet20");
