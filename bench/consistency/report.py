@@ -7,8 +7,10 @@ import csv
 import json
 import os
 import platform
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+from report_common import Report, write_csv  # noqa: E402
 
 
 def read_jsonl(path):
@@ -43,35 +45,6 @@ def sha(run):
 
 def rel(a, b):
     return abs(a - b) / abs(b) if b != 0 else abs(a - b)
-
-
-def write_csv(path, header, rows):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(header)
-        for row in rows:
-            w.writerow([("%.17g" % v) if isinstance(v, float) else v for v in row])
-
-
-class Report:
-    def __init__(self, args):
-        self.args = args
-        self.lines = []
-
-    def plot(self, name, title, xlabel, ylabel, series, log_y=False, markers=False):
-        cmd = [self.args.tl_report, "plot", "--out", os.path.join(self.args.out, name), "--title", title,
-               "--x-label", xlabel, "--y-label", ylabel]
-        cmd += ["--series", ";".join("%s=%s:%s:%s" % (label, os.path.join(self.args.out, csv_name), x, y)
-                                     for label, csv_name, x, y in series)]
-        if log_y:
-            cmd.append("--log-y")
-        if markers:
-            cmd.append("--markers")
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        self.lines.append("![%s](%s)\n" % (title, name))
-
-    def md(self, text=""):
-        self.lines.append(text)
 
 
 def matrix_section(rep, runs):

@@ -2,12 +2,13 @@
 """The training-study report from the runs of bench/study/run.sh: OUT/README.md, the CSVs behind
 every table and plot, and the plots (drawn by tl-report). Python's standard library only."""
 import argparse
-import csv
 import json
 import os
 import platform
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+from report_common import Report, write_csv  # noqa: E402
 
 LOADER_MODELS = (("fm-cnn", "small CNN, Fashion-MNIST"), ("cifar-cnn", "small CNN, synthetic CIFAR-10"),
                  ("cifar-r18", "ResNet-18, synthetic CIFAR-10"))
@@ -35,33 +36,6 @@ def cpu_name():
     except OSError:
         pass
     return platform.processor() or platform.machine()
-
-
-def write_csv(path, header, rows):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(header)
-        for row in rows:
-            w.writerow([("%.6g" % v) if isinstance(v, float) else v for v in row])
-
-
-class Report:
-    def __init__(self, args):
-        self.args = args
-        self.lines = []
-
-    def md(self, text=""):
-        self.lines.append(text)
-
-    def plot(self, name, title, xlabel, ylabel, series, markers=True):
-        cmd = [self.args.tl_report, "plot", "--out", os.path.join(self.args.out, name), "--title", title,
-               "--x-label", xlabel, "--y-label", ylabel]
-        cmd += ["--series", ";".join("%s=%s:%s:%s" % (label, os.path.join(self.args.out, csv_name), x, y)
-                                     for label, csv_name, x, y in series)]
-        if markers:
-            cmd.append("--markers")
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        self.md("![%s](%s)\n" % (title, name))
 
 
 def device_of(run):
@@ -93,13 +67,13 @@ def loader_section(rep, runs):
                 title, device_of(run), w, e["data_wait_s"], e["compute_s"], e["comm_s"], e["total_s"],
                 e["images_per_s"]))
         write_csv(os.path.join(rep.args.out, "loader_%s.csv" % key),
-                  ["workers", "data_wait_s", "compute_s", "comm_s", "total_s", "images_per_s"], rows)
+                  ["workers", "data_wait_s", "compute_s", "comm_s", "total_s", "images_per_s"], rows, digits=6)
         best[key] = (min(rows, key=lambda r: r[4]), rows[0])
     rep.md("")
     for key, title in LOADER_MODELS:
         rep.plot("loader_%s.png" % key, "Epoch time vs loader threads: %s" % title, "loader threads per process",
                  "seconds per epoch", [(col.replace("_s", "").replace("_", " "), "loader_%s.csv" % key, "workers", col)
-                                       for col in ("total_s", "compute_s", "data_wait_s", "comm_s")])
+                                       for col in ("total_s", "compute_s", "data_wait_s", "comm_s")], markers=True)
     return best
 
 
@@ -120,14 +94,14 @@ def optimizer_section(rep, runs):
         table.append((title, device_of(run), ep[-1]["test_acc"] * 100, ep[-1]["loss"], ep[-1]["train_acc"] * 100,
                       sum(e["total_s"] for e in ep)))
     write_csv(os.path.join(rep.args.out, "optimizers.csv"), ["epoch"] + [k for k, _ in OPTIMIZERS],
-              [[e + 1] + [columns[k][e] for k, _ in OPTIMIZERS] for e in range(epochs)])
+              [[e + 1] + [columns[k][e] for k, _ in OPTIMIZERS] for e in range(epochs)], digits=6)
     rep.md("| optimizer | device | test acc after %d epochs | last epoch's train loss | train acc | seconds |" % epochs)
     rep.md("| --- | --- | --- | --- | --- | --- |")
     for row in sorted(table, key=lambda r: -r[2]):
         rep.md("| %s | %s | %.2f %% | %.4f | %.2f %% | %.1f |" % row)
     rep.md("")
     rep.plot("optimizers.png", "Test accuracy per epoch by optimizer (CNN, Fashion-MNIST)", "epoch",
-             "test accuracy (%)", [(title, "optimizers.csv", "epoch", key) for key, title in OPTIMIZERS])
+             "test accuracy (%)", [(title, "optimizers.csv", "epoch", key) for key, title in OPTIMIZERS], markers=True)
     return sorted(table, key=lambda r: -r[2])
 
 
@@ -148,12 +122,12 @@ def batchnorm_section(rep, runs):
                                                      ", ".join("%.2f %%" % a for a in cols[bn]), ep[-1]["loss"]))
             out[(data, bn)] = cols[bn][-1]
         write_csv(os.path.join(rep.args.out, "batchnorm_%s.csv" % data), ["epoch", "on", "off"],
-                  [[e + 1, cols["on"][e], cols["off"][e]] for e in range(len(cols["on"]))])
+                  [[e + 1, cols["on"][e], cols["off"][e]] for e in range(len(cols["on"]))], digits=6)
     rep.md("")
     for data, title in (("fm", "Fashion-MNIST"), ("cifar", "synthetic CIFAR-10")):
         rep.plot("batchnorm_%s.png" % data, "Test accuracy per epoch, BatchNorm on vs off (CNN, %s)" % title,
                  "epoch", "test accuracy (%)", [("BatchNorm", "batchnorm_%s.csv" % data, "epoch", "on"),
-                                                ("no BatchNorm", "batchnorm_%s.csv" % data, "epoch", "off")])
+                                                ("no BatchNorm", "batchnorm_%s.csv" % data, "epoch", "off")], markers=True)
     return out
 
 
