@@ -210,6 +210,7 @@ void ElasticController::updateStatus(int64_t stepsDone, est::EstExecutor& execut
   if (!status_.contains("last_rescale")) status_["last_rescale"] = "none";
   status_["pending"] = pending_ ? control::describe(pending_->request.request()) : "none";
   status_["queued"] = queue_.size();
+  status_["requests_received"] = requestsReceived_;
   if (autoPlacer_ && autoPlacer_->options().enabled) status_["plan"] = autoPlacer_->statusJson();
 }
 
@@ -366,7 +367,10 @@ LayoutCommand ElasticController::nextCommand(int64_t stepsDone, est::EstExecutor
   LayoutCommand none;
   if (!server_) return none;
   // Requests line up in arrival order; one is carried out at a time.
-  while (auto request = server_->take()) queue_.push_back(std::make_unique<Pending>(Pending{std::move(*request), {}, stepsDone}));
+  while (auto request = server_->take()) {
+    queue_.push_back(std::make_unique<Pending>(Pending{std::move(*request), {}, stepsDone}));
+    ++requestsReceived_;
+  }
   if (!pending_) {
     if (queue_.empty()) return none;
     pending_ = std::move(queue_.front());

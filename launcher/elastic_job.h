@@ -125,6 +125,7 @@ class ElasticController final : public est::StepObserver {
   std::deque<std::unique_ptr<Pending>> queue_;  // the ones after it, in arrival order (lead)
   std::unique_ptr<Grow> grow_;        // processes being started for it (lead)
   int rescales_ = 0;
+  int64_t requestsReceived_ = 0;  // control requests taken from the server, ever (status)
   double maxPause_ = 0;
   double lastJoinSeconds_ = 0;    // the last change: new communicators (join, split, NCCL)
   double lastLayoutSeconds_ = 0;  // the last change: changeLayout

@@ -81,15 +81,37 @@ class BackgroundJob {
   std::string dir_;
 };
 
-// tl-ctl commands started one after the other (0.15 s apart, so the job queues them in this
-// order) while earlier ones still wait for their step; results in the same order.
-std::vector<CommandResult> queueCommands(const std::vector<std::string>& commands, const std::string& dir) {
+// How many control requests the job `out` has taken so far (its status's requests_received),
+// or -1 when the status cannot be read.
+int64_t requestsReceived(const std::string& out, const std::string& scratch) {
+  auto r = runCommand(ctl() + "status " + out + " --json", 60, scratch);
+  if (r.exitCode != 0) return -1;
+  try {
+    return json::parse(r.out).value("requests_received", int64_t{-1});
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// tl-ctl commands against job `out`, each started once the job has taken the one before (its
+// status counts requests received), so the job queues them in this order whatever the load,
+// while earlier ones still wait for their step; results in the same order.
+std::vector<CommandResult> queueCommands(const std::vector<std::string>& commands, const std::string& out,
+                                         const std::string& dir) {
   std::vector<std::thread> threads;
   std::vector<CommandResult> results(commands.size());
+  const std::string statusScratch = freshDir(std::filesystem::path(dir).filename().string() + "_status");
+  const int64_t before = requestsReceived(out, statusScratch);
+  EXPECT_GE(before, 0) << "the job's status has no requests_received";
   for (size_t i = 0; i < commands.size(); ++i) {
     const std::string scratch = freshDir(std::filesystem::path(dir).filename().string() + "_ctl" + std::to_string(i));
     threads.emplace_back([&, i, scratch] { results[i] = runCommand(ctl() + commands[i], 200, scratch); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    if (i + 1 == commands.size()) break;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (requestsReceived(out, statusScratch) < before + int64_t(i) + 1 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   }
   for (auto& t : threads) t.join();
   return results;
@@ -126,7 +148,7 @@ TEST_F(InplaceRescale, AChainOfShrinksGrowsAndPlacementChangesKeepsTheDdpBits) {
           "rescale " + out + " --processes 1",                // back to the lead alone
           "rescale " + out + " --processes 4",                // grow by three
       },
-      dir);
+      out, dir);
   for (const auto& r : results) EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
   EXPECT_NE(results[2].out.find("1 process(es) started"), std::string::npos) << results[2].out;
   ASSERT_EQ(job.wait(), 0) << job.log();
@@ -164,7 +186,7 @@ TEST_F(InplaceRescale, RescalesMixWithCheckpointRestartAndWaitForCheckpointWrite
     ASSERT_TRUE(job.waitForControl(out)) << job.log();
     auto results = queueCommands({"checkpoint " + out + " --at-step 62", "placement " + out + " 1,3 --at-step 62",
                                   "rescale " + out + " --processes 3", "stop " + out + " --checkpoint"},
-                                 dir);
+                                 out, dir);
     for (const auto& r : results) EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
     EXPECT_NE(results[0].out.find("checkpoint at step 62"), std::string::npos) << results[0].out;
     EXPECT_NE(results[3].out.find("with a checkpoint in"), std::string::npos) << results[3].out;
