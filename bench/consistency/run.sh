@@ -16,34 +16,18 @@ OUT="${2:-docs/reports/consistency}"
 FULL="${3:-}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 REF="$HERE/../reference"
-PY="${TL_PYTHON:-/usr/bin/python3}"
-BIN="$BUILD/launcher"
-FM_SRC="${TL_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}"
-
-die() { echo "consistency/run.sh: error: $*" >&2; exit 2; }
-[ -x "$BIN/tl-launch" ] || die "no $BIN/tl-launch: build first (cmake --build $BUILD)"
-[ -x "$BIN/tl-report" ] || die "no $BIN/tl-report: build first (cmake --build $BUILD)"
+REPORT=consistency
+# shellcheck source=bench/reference/report_setup.sh
+source "$REF/report_setup.sh"
 "$PY" -c 'import torch' 2>/dev/null || die "$PY cannot import torch (apt-get install python3-torch, or TL_PYTHON=...)"
-[ -d "$FM_SRC" ] || die "no Fashion-MNIST at $FM_SRC (apt-get install dataset-fashion-mnist, or TL_FASHION_MNIST=DIR)"
 case "$FULL" in
   --full) TRAIN=60000; TEST=10000; EPOCHS=10; CNN_STEPS=500; R20_STEPS=200; CIFAR=8192 ;;
   "") TRAIN=4096; TEST=2000; EPOCHS=3; CNN_STEPS=120; R20_STEPS=40; CIFAR=2048 ;;
   *) die "unknown option '$FULL' (expected --full)" ;;
 esac
 
-RUNS="$OUT/runs"
-rm -rf "$RUNS" && mkdir -p "$RUNS"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-MPIRUN="mpirun --oversubscribe --bind-to none"
-log() { echo "[consistency $(date -u +%T)] $*"; }
-
 # The data: a prefix of the real Fashion-MNIST (plain IDX files) and a synthetic CIFAR-10.
-if [ "$TRAIN" -lt 60000 ]; then
-  "$PY" "$REF/ddp_data.py" subset "$FM_SRC" "$RUNS/fashion-mnist" "$TRAIN" "$TEST"
-  FM="$RUNS/fashion-mnist"
-else
-  FM="$FM_SRC"
-fi
+report_prepare "$TRAIN" "$TEST"
 "$BIN/tl-data" synth --out "$RUNS/cifar" --train "$CIFAR" --test 512 --seed 5 >/dev/null
 
 # One definition per model; runs add their run settings.
@@ -51,15 +35,6 @@ SGD="--optimizer sgd --lr 0.05 --momentum 0.9 --dampening 0 --weight-decay 0 --l
      --warmup-epochs 0 --compute-threads 1 --augment off --log-every 0"
 CNN="--model cnn --dataset fashion-mnist --data-dir $FM --batch 16 --seed 7 $SGD"
 R20="--model resnet --depth 20 --dataset cifar10 --data-dir $RUNS/cifar --batch 16 --seed 7 $SGD"
-
-tl() {  # tl NAME NP FLAGS...: one tl-launch run into $RUNS/NAME
-  local name=$1 np=$2
-  shift 2
-  mkdir -p "$RUNS/$name"
-  # shellcheck disable=SC2086
-  $MPIRUN -np "$np" "$BIN/tl-launch" "$@" --output-dir "$RUNS/$name" </dev/null >"$RUNS/$name/log" 2>&1 ||
-    die "tl-launch run $name failed: see $RUNS/$name/log"
-}
 
 ddp() {  # ddp NAME INIT RANKS STEPS PYFLAGS...: PyTorch DDP, exact and stock, into $RUNS/NAME/{exact,stock}
   local name=$1 init=$2 ranks=$3 steps=$4

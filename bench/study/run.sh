@@ -15,42 +15,18 @@ BUILD="${1:-build}"
 OUT="${2:-docs/reports/study}"
 FULL="${3:-}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
-PY="${TL_PYTHON:-/usr/bin/python3}"
-BIN="$BUILD/launcher"
-FM_SRC="${TL_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}"
-
-die() { echo "study/run.sh: error: $*" >&2; exit 2; }
-[ -x "$BIN/tl-launch" ] || die "no $BIN/tl-launch: build first (cmake --build $BUILD)"
-[ -x "$BIN/tl-report" ] || die "no $BIN/tl-report: build first (cmake --build $BUILD)"
-[ -d "$FM_SRC" ] || die "no Fashion-MNIST at $FM_SRC (apt-get install dataset-fashion-mnist, or TL_FASHION_MNIST=DIR)"
+REPORT=study
+# shellcheck source=bench/reference/report_setup.sh
+source "$HERE/../reference/report_setup.sh"
 case "$FULL" in
   --full) TRAIN=60000; TEST=10000; EPOCHS=10; CIFAR_CNN=10000; CIFAR_R18=10000 ;;
   "") TRAIN=2048; TEST=1000; EPOCHS=3; CIFAR_CNN=512; CIFAR_R18=256 ;;
   *) die "unknown option '$FULL' (expected --full)" ;;
 esac
 
-RUNS="$OUT/runs"
-rm -rf "$RUNS" && mkdir -p "$RUNS"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-MPIRUN="mpirun --oversubscribe --bind-to none"
-log() { echo "[study $(date -u +%T)] $*"; }
-
-if [ "$TRAIN" -lt 60000 ]; then
-  "$PY" "$HERE/../reference/ddp_data.py" subset "$FM_SRC" "$RUNS/fashion-mnist" "$TRAIN" "$TEST"
-  FM="$RUNS/fashion-mnist"
-else
-  FM="$FM_SRC"
-fi
+report_prepare "$TRAIN" "$TEST"
 "$BIN/tl-data" synth --out "$RUNS/cifar-cnn" --train "$CIFAR_CNN" --test 256 --seed 5 >/dev/null
 "$BIN/tl-data" synth --out "$RUNS/cifar-r18" --train "$CIFAR_R18" --test 256 --seed 5 >/dev/null
-
-tl() {  # tl NAME NP FLAGS...: one tl-launch run into $RUNS/NAME
-  local name=$1 np=$2
-  shift 2
-  mkdir -p "$RUNS/$name"
-  $MPIRUN -np "$np" "$BIN/tl-launch" "$@" --output-dir "$RUNS/$name" </dev/null >"$RUNS/$name/log" 2>&1 ||
-    die "tl-launch run $name failed: see $RUNS/$name/log"
-}
 
 COMMON="--compute-threads 1 --log-every 0 --seed 7 --logical-workers 2"
 FM_CNN="--model cnn --dataset fashion-mnist --data-dir $FM --batch 32 $COMMON"
