@@ -13,13 +13,17 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "tests/support/background_job.h"
 #include "tests/support/consistency_csv.h"
 #include "tests/support/run_command.h"
 
 namespace {
 
 using nlohmann::json;
+using tl::testing::BackgroundJob;
 using tl::testing::CommandResult;
+using tl::testing::queueCommands;
+using tl::testing::rescaleEvents;
 using tl::testing::freshDir;
 using tl::testing::runCommand;
 using tl::testing::slurp;
@@ -39,83 +43,6 @@ std::string jobFlags() {
 std::string ctl() { return std::string(TL_CTL_BIN) + " "; }
 
 json summary(const std::string& out) { return json::parse(slurp(out + "/summary.json")); }
-
-std::vector<json> rescaleEvents(const std::string& out) {
-  std::vector<json> events;
-  std::ifstream in(out + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    if (line.find("\"type\":\"rescale\"") != std::string::npos) events.push_back(json::parse(line));
-  }
-  return events;
-}
-
-// A job running in the background: `mpirun ... tl-launch` under a time limit, its exit status
-// written to DIR/rc when it ends.
-class BackgroundJob {
- public:
-  BackgroundJob(int np, const std::string& flags, const std::string& dir, std::string mpirun = "")
-      : dir_(dir) {
-    if (mpirun.empty()) mpirun = tl::testing::mpirunPrefix(np);
-    const std::string command = "(timeout -k 5 300 " + mpirun + TL_LAUNCH_BIN + flags +
-                                " >" + dir + "/job.out 2>" + dir + "/job.err; echo $? >" + dir + "/rc) &";
-    EXPECT_EQ(std::system(command.c_str()), 0);
-  }
-  ~BackgroundJob() { wait(); }
-  // Waits until the job serves its control channel in `out` (or ends).
-  bool waitForControl(const std::string& out) {
-    for (int i = 0; i < 1200; ++i) {
-      if (std::filesystem::exists(out + "/control.json")) return true;
-      if (ended()) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
-  }
-  bool ended() const { return std::filesystem::exists(dir_ + "/rc"); }
-  int wait() {
-    for (int i = 0; i < 6000 && !ended(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    return ended() ? std::stoi(slurp(dir_ + "/rc")) : -1;
-  }
-  std::string log() const { return slurp(dir_ + "/job.out") + slurp(dir_ + "/job.err"); }
-
- private:
-  std::string dir_;
-};
-
-// How many control requests the job `out` has taken so far (its status's requests_received),
-// or -1 when the status cannot be read.
-int64_t requestsReceived(const std::string& out, const std::string& scratch) {
-  auto r = runCommand(ctl() + "status " + out + " --json", 60, scratch);
-  if (r.exitCode != 0) return -1;
-  try {
-    return json::parse(r.out).value("requests_received", int64_t{-1});
-  } catch (const std::exception&) {
-    return -1;
-  }
-}
-
-// tl-ctl commands against job `out`, each started once the job has taken the one before (its
-// status counts requests received), so the job queues them in this order whatever the load,
-// while earlier ones still wait for their step; results in the same order.
-std::vector<CommandResult> queueCommands(const std::vector<std::string>& commands, const std::string& out,
-                                         const std::string& dir) {
-  std::vector<std::thread> threads;
-  std::vector<CommandResult> results(commands.size());
-  const std::string statusScratch = freshDir(std::filesystem::path(dir).filename().string() + "_status");
-  const int64_t before = requestsReceived(out, statusScratch);
-  EXPECT_GE(before, 0) << "the job's status has no requests_received";
-  for (size_t i = 0; i < commands.size(); ++i) {
-    const std::string scratch = freshDir(std::filesystem::path(dir).filename().string() + "_ctl" + std::to_string(i));
-    threads.emplace_back([&, i, scratch] { results[i] = runCommand(ctl() + commands[i], 200, scratch); });
-    if (i + 1 == commands.size()) break;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (requestsReceived(out, statusScratch) < before + int64_t(i) + 1 &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-  for (auto& t : threads) t.join();
-  return results;
-}
 
 class InplaceRescale : public ::testing::Test {
  protected:
