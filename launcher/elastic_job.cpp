@@ -549,6 +549,24 @@ est::StepAction ElasticController::afterStep(int64_t stepsDone, est::EstExecutor
   return est::StepAction::Continue;
 }
 
+comm::Communicator& Membership::forExecutor(comm::Communicator& raw) {
+  if (!recorder) return raw;
+  std::unique_ptr<comm::Communicator>& view = views_[&raw];
+  if (!view) view = recorder->view(raw);
+  return *view;
+}
+
+void Membership::retire(std::unique_ptr<comm::Communicator> raw,
+                        std::vector<std::unique_ptr<comm::Communicator>>& retired) {
+  if (!raw) return;
+  auto it = views_.find(raw.get());
+  if (it != views_.end()) {
+    retired.push_back(std::move(it->second));
+    views_.erase(it);
+  }
+  retired.push_back(std::move(raw));
+}
+
 bool ElasticController::apply(const LayoutCommand& command, est::EstExecutor& executor, comm::ParentLink* joining) {
   // Communicators replaced here stay alive until the layout change is done.
   std::vector<std::unique_ptr<comm::Communicator>> retired;
@@ -567,17 +585,18 @@ bool ElasticController::apply(const LayoutCommand& command, est::EstExecutor& ex
                             .dump());
         }
         auto widened = comm::admitProcess(*membership_.host, process);
-        retired.push_back(std::move(membership_.host));
+        membership_.retire(std::move(membership_.host), retired);
         membership_.host = std::move(widened);
       }
     } else {
       current = command.current;
     }
-    executor.admit(current, *membership_.host, membership_.device());
+    executor.admit(current, membership_.forExecutor(*membership_.host), membership_.forExecutor(membership_.device()));
   }
   comm::Communicator& host = *membership_.host;
   const bool leaving = !command.leave.empty() && command.leave.at(size_t(host.rank())) != 0;
   const bool anyLeave = std::any_of(command.leave.begin(), command.leave.end(), [](int x) { return x != 0; });
+  if (anyLeave && membership_.recorder) membership_.recorder->beforeLeave(host, command.leave, executor.stepsDone());
   std::unique_ptr<comm::Communicator> newHost;
   if (anyLeave) newHost = host.split(leaving ? -1 : 0, host.rank());
   comm::Communicator* finalHost = leaving ? nullptr : (newHost ? newHost.get() : &host);
@@ -593,26 +612,29 @@ bool ElasticController::apply(const LayoutCommand& command, est::EstExecutor& ex
   }
   lastJoinSeconds_ = secondsSince(t0);
   const auto t1 = Clock::now();
-  executor.changeLayout(est::Placement::withIdleMembers(command.target), finalHost, finalDevice);
+  executor.changeLayout(est::Placement::withIdleMembers(command.target),
+                        finalHost ? &membership_.forExecutor(*finalHost) : nullptr,
+                        finalDevice ? &membership_.forExecutor(*finalDevice) : nullptr);
   lastLayoutSeconds_ = secondsSince(t1);
   if (leaving) {
-    retired.push_back(std::move(membership_.host));
-    retired.push_back(std::move(membership_.gpu));
+    membership_.retire(std::move(membership_.host), retired);
+    membership_.retire(std::move(membership_.gpu), retired);
     return false;
   }
   if (newHost) {
-    retired.push_back(std::move(membership_.host));
+    membership_.retire(std::move(membership_.host), retired);
     membership_.host = std::move(newHost);
   }
   if (newGpu) {
-    retired.push_back(std::move(membership_.gpu));
+    membership_.retire(std::move(membership_.gpu), retired);
     membership_.gpu = std::move(newGpu);
   }
   if (membersChange) gatherHosts(executor);
   return true;
 }
 
-std::unique_ptr<JoinedProcess> joinRunningJob(comm::ParentLink& lead) {
+std::unique_ptr<JoinedProcess> joinRunningJob(comm::ParentLink& lead,
+                                              const std::function<void(const JobConfig&)>& beforeBuild) {
   auto joined = std::make_unique<JoinedProcess>();
   lead.send(json{{"hello", hostName()}}.dump());
   joined->offer = joinOfferFromJson(json::parse(lead.receive()));
@@ -622,6 +644,7 @@ std::unique_ptr<JoinedProcess> joinRunningJob(comm::ParentLink& lead) {
     m.useNccl = o.job.device.isCuda() && o.gpuComm == "nccl";
     m.startedWithTheJob = false;
     m.deviceIndex = o.job.deviceIndex;
+    if (beforeBuild) beforeBuild(o.job);
     // This process alone until it joins: it builds data, model, optimizer and reducer now,
     // while the job trains.
     m.host = comm::createMpiWorldCommunicator();

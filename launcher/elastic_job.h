@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,6 +20,7 @@
 #include "launcher/auto_placement.h"
 #include "est/executor.h"
 #include "launcher/control/control_server.h"
+#include "launcher/membership_recorder.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/mpi/mpi_spawn.h"
 #include "runtime/train/metrics.h"
@@ -33,6 +36,15 @@ struct Membership {
   int deviceIndex = 0;
   bool startedWithTheJob = true;  // false: started by an in-place grow
   comm::Communicator& device() { return gpu ? *gpu : *host; }
+  // Resource recording: the executor gets the recorder's views of host/gpu (null: the raw ones).
+  MembershipRecorder* recorder = nullptr;
+  // What the executor is given for `raw`: the recorder's view of it (made once, kept with it).
+  comm::Communicator& forExecutor(comm::Communicator& raw);
+  // Moves `raw` and its view into `retired` (they stay alive until the layout change is done).
+  void retire(std::unique_ptr<comm::Communicator> raw, std::vector<std::unique_ptr<comm::Communicator>>& retired);
+
+ private:
+  std::map<const comm::Communicator*, std::unique_ptr<comm::Communicator>> views_;
 };
 
 // What a started process needs to become a member: the job, its device and the launch settings
@@ -142,6 +154,7 @@ class ElasticController final : public est::StepObserver {
 // says it is ready, waits for its join, joins. Returns the executor, its membership and the
 // command to apply with the job's members, or nullptr when the lead cancelled (the reason is
 // logged). InputError/Error when building failed (already reported to the lead).
+// `beforeBuild` is called with the job once the offer is in, before anything is built.
 struct JoinedProcess {
   JoinOffer offer;
   Membership membership;
@@ -149,6 +162,7 @@ struct JoinedProcess {
   std::unique_ptr<est::EstExecutor> executor;
   LayoutCommand command;
 };
-std::unique_ptr<JoinedProcess> joinRunningJob(comm::ParentLink& lead);
+std::unique_ptr<JoinedProcess> joinRunningJob(comm::ParentLink& lead,
+                                              const std::function<void(const JobConfig&)>& beforeBuild = {});
 
 }  // namespace tl::launcher

@@ -117,7 +117,7 @@ struct Ending {
   bool resumed = false;
   std::string checkpointDir;
   launcher::RecoveryGuard* recovery = nullptr;  // under tl-run: the observer run() reports to
-  usage::UsageRecorder* usage = nullptr;         // resource recording (not on a joined process)
+  launcher::UsageRecording* usage = nullptr;     // resource recording
 };
 
 int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, launcher::ElasticController& controller,
@@ -127,14 +127,15 @@ int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, launcher::ElasticCon
   est::StepObserver* observer = ending.recovery ? static_cast<est::StepObserver*>(ending.recovery) : &controller;
   std::optional<launcher::UsageObserver> recording;
   if (ending.usage) {
-    recording.emplace(observer, *ending.usage, metrics);
+    recording.emplace(observer, *ending.usage);
     observer = &*recording;
-    ending.usage->start();
+    ending.usage->recorder().start();
   }
   train::TrainResult result = executor.run(metrics, observer);
   controller.finish(policy.stopped() ? "the job stopped" : "the job has finished");
   if (!executor.inJob()) {
     if (ending.recovery) ending.recovery->leave();
+    if (ending.usage) ending.usage->recorder().finish();  // its figures went to the lead as it left
     spdlog::info("this process left the job after step {}", executor.stepsDone());
     // It may have to wait for the job's end (mpirun's own processes finalize together): it
     // gives back its memory and, on a GPU, the device memory libtorch keeps cached.
@@ -147,8 +148,8 @@ int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, launcher::ElasticCon
   const bool lead = host.rank() == 0;
   const PeakMemory memory = peakMemory(host);
   const int64_t corruptFiles = corruptFilesSkipped(host, result.corruptSamples);
-  const nlohmann::json usagePerProcess = launcher::gatherUsage(host, ending.usage);
-  const nlohmann::json usage = ending.usage ? ending.usage->finish() : nlohmann::json();
+  const nlohmann::json usagePerProcess = ending.usage ? ending.usage->gather(host) : nlohmann::json();
+  const nlohmann::json usage = ending.usage ? ending.usage->recorder().finish() : nlohmann::json();
   const JobConfig& job = executor.config();
   if (lead) {
     train::RunInfo info;
@@ -204,9 +205,13 @@ int runJoined(comm::ParentLink& lead) {
   using namespace tl;
   spdlog::set_pattern("%H:%M:%S [tl] %v");
   installStopSignal();
+  // Resource recording from the join on; its memory floor is taken before the executor is built.
+  std::unique_ptr<usage::UsageRecorder> usageRecorder;
   std::unique_ptr<launcher::JoinedProcess> joined;
   try {
-    joined = launcher::joinRunningJob(lead);
+    joined = launcher::joinRunningJob(lead, [&](const JobConfig& job) {
+      usageRecorder = std::make_unique<usage::UsageRecorder>(launcher::usageOptionsFor(job));
+    });
   } catch (const std::exception& e) {
     // Already reported to the lead, which answers the rescale request with it; this process
     // was never a member, so the job goes on without it.
@@ -218,11 +223,14 @@ int runJoined(comm::ParentLink& lead) {
   launcher::ElasticSettings settings;
   settings.offer = joined->offer;
   train::MetricsLog metrics;  // never the lead: rank 0 never leaves
+  launcher::UsageRecording recording(*usageRecorder, metrics, /*startedByGrow=*/true);
+  joined->membership.recorder = &recording;
   launcher::ElasticController controller(joined->membership, policy, settings, nullptr);
   launcher::AutoPlacer placer(joined->offer.autoPlacement, nullptr);
   controller.setAutoPlacer(&placer);
   controller.apply(joined->command, *joined->executor, &lead);
   joined->retired.clear();
+  recording.joinedAt(joined->executor->stepsDone());
   if (!joined->offer.recoveryDir.empty()) {
     gRecovery = std::make_unique<launcher::RecoveryGuard>(joined->offer.recoveryDir, controller, *joined->executor);
     gRecovery->watchTermination();
@@ -231,6 +239,7 @@ int runJoined(comm::ParentLink& lead) {
   ending.recovery = gRecovery.get();
   ending.resumed = true;
   ending.checkpointDir = joined->offer.checkpointDir;
+  ending.usage = &recording;
   const int rc = trainToTheEnd(joined->executor, controller, policy, metrics, ending);
   gRecovery.reset();
   return rc;
@@ -329,6 +338,8 @@ int runLaunch(int argc, char** argv) {
   membership.deviceIndex = job.deviceIndex;
   membership.host = std::move(world);
   membership.gpu = std::move(gpuComm);
+  launcher::UsageRecording recording(*usageRecorder, metrics, /*startedByGrow=*/false);
+  membership.recorder = &recording;
   launcher::ElasticSettings settings;
   settings.program = std::filesystem::read_symlink("/proc/self/exe").string();
   settings.controlBind = options.controlBind == "none" ? "" : options.controlBind;
@@ -357,7 +368,7 @@ int runLaunch(int argc, char** argv) {
   ending.resumed = resumed;
   ending.checkpointDir = options.checkpointDir;
   ending.recovery = gRecovery.get();
-  ending.usage = usageRecorder.get();
+  ending.usage = &recording;
   const int rc = trainToTheEnd(executor, controller, policy, metrics, ending);
   gRecovery.reset();
   tuner.reset();

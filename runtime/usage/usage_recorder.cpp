@@ -196,6 +196,13 @@ TwelveMetrics UsageRecorder::twelveOf(const Trackers& t) {
 
 TwelveMetrics UsageRecorder::twelve() const { return steady_ ? twelveOf(*steady_) : TwelveMetrics{}; }
 
+nlohmann::json UsageRecorder::steadyFigures() const {
+  if (steady_) return figuresJson(*steady_);
+  Trackers none(0);
+  if (run_) none.firstStep = none.lastStep = run_->firstStep;
+  return figuresJson(none);
+}
+
 nlohmann::json UsageRecorder::finish() {
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -64,6 +64,10 @@ class UsageRecorder {
 
   // The twelve metrics of the run so far (steady state), in kMetricNames order.
   TwelveMetrics twelve() const;
+  // The same with the steps and bytes they cover (as a window's record); first_step ==
+  // last_step when fewer than two boundaries were marked.
+  nlohmann::json steadyFigures() const;
+  bool started() const { return started_; }
 
  private:
   struct Sample {

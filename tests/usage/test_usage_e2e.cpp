@@ -68,20 +68,34 @@ TEST(UsageE2E, TwoProcessJobRecordsTheTrafficOfItsGradients) {
 
   const auto& processes = summary.at("usage_processes");
   ASSERT_EQ(processes.size(), 2u);
-  for (const auto& p : processes) {
+  for (size_t r = 0; r < processes.size(); ++r) {
+    const auto& p = processes[r];
+    EXPECT_EQ(p["rank"], int(r));
     EXPECT_TRUE(p["recorded"].get<bool>());
+    EXPECT_FALSE(p["started_by_grow"].get<bool>());
+    EXPECT_TRUE(p["joined_at_step"].is_null());
+    EXPECT_TRUE(p["left_at_step"].is_null());
     EXPECT_GT(p["tx_burst_s"].get<double>(), 0);
     EXPECT_GT(p["memory_burst_mb"].get<double>(), 10);
+    if (r == 0) EXPECT_EQ(p["tx_bytes_per_step"], usage["tx_bytes_per_step"]);  // the lead's own figures
   }
 
-  // metrics.jsonl: windows of 10 steps after the first boundary, each with 10 steps' traffic.
+  // metrics.jsonl: each process's windows of 10 steps after the first boundary, each with 10
+  // steps' traffic (the lead's as they close, the other's at the end), tagged by process.
   const auto windows = usageWindows(out + "/metrics.jsonl");
-  ASSERT_EQ(windows.size(), 3u);
-  for (size_t i = 0; i < windows.size(); ++i) {
-    EXPECT_EQ(windows[i]["first_step"], 1 + 10 * int(i));
-    EXPECT_EQ(windows[i]["last_step"], 11 + 10 * int(i));
-    EXPECT_EQ(windows[i]["tx_bytes"], windows[0]["tx_bytes"]);  // fp32: the same bytes every step
-    EXPECT_GE(windows[i]["tx_bursts"].get<int64_t>(), 10);
+  ASSERT_EQ(windows.size(), 6u);
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<nlohmann::json> mine;
+    for (const auto& w : windows)
+      if (w["rank"] == rank) mine.push_back(w);
+    ASSERT_EQ(mine.size(), 3u) << rank;
+    for (size_t i = 0; i < mine.size(); ++i) {
+      EXPECT_EQ(mine[i]["pid"], processes[size_t(rank)]["pid"]);
+      EXPECT_EQ(mine[i]["first_step"], 1 + 10 * int(i));
+      EXPECT_EQ(mine[i]["last_step"], 11 + 10 * int(i));
+      EXPECT_EQ(mine[i]["tx_bytes"], mine[0]["tx_bytes"]);  // fp32: the same bytes every step
+      EXPECT_GE(mine[i]["tx_bursts"].get<int64_t>(), 10);
+    }
   }
 }
 
