@@ -9,12 +9,12 @@ include(GNUInstallDirs)
 # libraries are in the default search path and need none.
 set(CMAKE_INSTALL_RPATH_USE_LINK_PATH ON)
 
-set(TL_INSTALLED_TOOLS tl-launch tl-ctl tl-data tl-coordinator tl-submit tl-profile tl-run tl-sim tl-sched)
+set(TL_INSTALLED_TOOLS tl-launch tl-ctl tl-data tl-coordinator tl-submit tl-profile tl-run tl-sim tl-sched tl-predict)
 foreach(tool IN LISTS TL_INSTALLED_TOOLS)
   set_target_properties(${tool} PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 endforeach()
 install(TARGETS ${TL_INSTALLED_TOOLS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(FILES README.md docs/design.md docs/sched_real.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES README.md docs/design.md docs/sched_real.md docs/resource-usage.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES launcher/submit/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME tl-submit.md)
 install(FILES launcher/profile/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME tl-profile.md)
 

@@ -19,8 +19,8 @@ using tl::testing::freshDir;
 using tl::testing::runCommand;
 using tl::testing::slurp;
 
-const std::vector<std::string> kTools = {"tl-launch", "tl-ctl",    "tl-data",
-                                         "tl-coordinator", "tl-submit", "tl-profile", "tl-run", "tl-sim", "tl-sched"};
+const std::vector<std::string> kTools = {"tl-launch", "tl-ctl",    "tl-data", "tl-coordinator", "tl-submit",
+                                         "tl-profile", "tl-run", "tl-sim", "tl-sched", "tl-predict"};
 
 // `command` run by sh in `folder` (runCommand puts `timeout` in front, which runs no builtins).
 std::string inFolder(const std::string& folder, const std::string& command) {
@@ -65,7 +65,7 @@ std::string Install::prefix_;
 TEST_F(Install, ToolsAndDocsLandInThePrefix) {
   for (const std::string& tool : kTools)
     EXPECT_TRUE(std::filesystem::is_regular_file(prefix_ + "/bin/" + tool)) << tool;
-  for (const char* doc : {"README.md", "design.md", "tl-submit.md", "tl-profile.md"})
+  for (const char* doc : {"README.md", "design.md", "resource-usage.md", "tl-submit.md", "tl-profile.md"})
     EXPECT_TRUE(std::filesystem::is_regular_file(prefix_ + "/share/doc/tl/" + doc)) << doc;
 }
 
@@ -93,6 +93,17 @@ TEST_F(Install, TheInstalledTlLaunchTrainsFromAnotherFolder) {
   EXPECT_EQ(summary.at("steps"), 3);
   EXPECT_EQ(summary.at("tl_version"), tl::tlVersion());
   EXPECT_EQ(summary.at("tl_git_commit"), tl::tlGitCommit());
+}
+
+TEST_F(Install, TheInstalledTlPredictPredictsAJobFromAnotherFolder) {
+  const std::string work = freshDir("install_predict");
+  const auto r = runCommand(inFolder(work, prefix_ + "/bin/tl-predict --model cnn --batch 8 --processes 2 --json"),
+                            120, work);
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  const auto prediction = nlohmann::json::parse(r.out);
+  // It traced the model, and with two processes the gradients cross the network.
+  EXPECT_GT(prediction.at("trace").at("parameters").get<int64_t>(), 0) << r.out;
+  EXPECT_GT(prediction.at("analytic").at("tx_burst_mb_per_s").get<double>(), 0) << r.out;
 }
 
 TEST(InstallDeb, ThePackageUnpacksToWorkingToolsAndNamesItsDependencies) {
