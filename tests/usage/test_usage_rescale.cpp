@@ -21,6 +21,11 @@ using tl::testing::freshDir;
 using tl::testing::runCommand;
 using tl::testing::slurp;
 
+// Far enough from the start that the requests arrive first, even on an idle machine; two of
+// the lead's 10-step windows between the changes.
+constexpr int64_t kShrinkAt = 30;
+constexpr int64_t kGrowFrom = 60;  // or later: when the started processes are ready
+
 std::vector<json> usageWindows(const std::string& out) {
   std::vector<json> windows;
   std::ifstream in(out + "/metrics.jsonl");
@@ -60,17 +65,18 @@ TEST(UsageRescale, TrafficAfterAShrinkAndAGrowFollowsTheNewProcessCountAndEveryP
                         " --log-every 0 --output-dir " + out,
                     dir);
   ASSERT_TRUE(job.waitForControl(out)) << job.log();
-  const std::string ctl = std::string(TL_CTL_BIN) + " ";
-  auto shrink = runCommand(ctl + "rescale " + out + " --processes 2 --at-step 20", 200, dir);
-  ASSERT_EQ(shrink.exitCode, 0) << shrink.out << shrink.err << job.log();
-  auto grow = runCommand(ctl + "rescale " + out + " --processes 4 --at-step 45", 200, dir);
-  ASSERT_EQ(grow.exitCode, 0) << grow.out << grow.err << job.log();
+  // Both queued at once: the grow's processes start once the shrink is done.
+  const auto results = tl::testing::queueCommands(
+      {"rescale " + out + " --processes 2 --at-step " + std::to_string(kShrinkAt),
+       "rescale " + out + " --processes 4 --at-step " + std::to_string(kGrowFrom)},
+      out, dir);
+  for (const auto& r : results) ASSERT_EQ(r.exitCode, 0) << r.out << r.err << job.log();
   const auto events = tl::testing::rescaleEvents(out);
   ASSERT_EQ(events.size(), 2u);
-  EXPECT_EQ(events[0]["step"], 20);
+  EXPECT_EQ(events[0]["step"], kShrinkAt);
   EXPECT_EQ(events[1]["started_processes"], 2);
   const int64_t grownAt = events[1]["step"];
-  EXPECT_GE(grownAt, 45);
+  EXPECT_GE(grownAt, kGrowFrom);
   // Stop once the lead has written a window wholly after the grow.
   auto leadWindowAfterGrow = [&] {
     for (const auto& w : usageWindows(out))
@@ -79,12 +85,12 @@ TEST(UsageRescale, TrafficAfterAShrinkAndAGrowFollowsTheNewProcessCountAndEveryP
   };
   for (int i = 0; i < 1200 && !leadWindowAfterGrow() && !job.ended(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  auto stop = runCommand(ctl + "stop " + out, 200, dir);
+  auto stop = runCommand(std::string(TL_CTL_BIN) + " stop " + out, 200, dir);
   EXPECT_EQ(stop.exitCode, 0) << stop.out << stop.err;
   ASSERT_EQ(job.wait(), 0) << job.log();
 
   // The lead's windows: each one between two changes has the traffic of that layout.
-  const std::vector<std::pair<int64_t, int64_t>> spans = {{0, 20}, {20, grownAt}, {grownAt, 1 << 30}};
+  const std::vector<std::pair<int64_t, int64_t>> spans = {{0, kShrinkAt}, {kShrinkAt, grownAt}, {grownAt, 1 << 30}};
   const std::vector<int> processes = {3, 2, 4};
   std::vector<int> checked(3, 0);
   std::map<int64_t, std::vector<json>> byPid;
@@ -136,13 +142,13 @@ TEST(UsageRescale, TrafficAfterAShrinkAndAGrowFollowsTheNewProcessCountAndEveryP
   }
   const auto& left = entries[4];
   EXPECT_FALSE(left["started_by_grow"].get<bool>());
-  EXPECT_EQ(left["left_at_step"], 20);
+  EXPECT_EQ(left["left_at_step"], kShrinkAt);
   EXPECT_EQ(left["first_step"], 1);
-  EXPECT_EQ(left["last_step"], 20);
+  EXPECT_EQ(left["last_step"], kShrinkAt);
   expectRingTraffic(left, 3, "the process that left");
   const auto& leftWindows = byPid[left["pid"].get<int64_t>()];
   ASSERT_FALSE(leftWindows.empty());
-  for (const auto& w : leftWindows) EXPECT_LE(w["last_step"].get<int64_t>(), 20);
+  for (const auto& w : leftWindows) EXPECT_LE(w["last_step"].get<int64_t>(), kShrinkAt);
 }
 
 }  // namespace
