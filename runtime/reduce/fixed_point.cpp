@@ -82,7 +82,8 @@ TL_INLINE_LOOP uint32_t quantiseLoop(const float* g, uint64_t* acc, int64_t coun
 }
 
 // The fast loop: whether some sum needs exactMean instead.
-TL_INLINE_LOOP uint64_t dequantiseLoop(const int64_t* sum, float* out, int64_t count, double divisor) {
+TL_INLINE_LOOP uint64_t dequantiseLoop(const int64_t* sum, float* out, int64_t count,
+                                       double divisor) {
   uint64_t anyLarge = 0;
   for (int64_t i = 0; i < count; ++i) {
     out[i] = float(smallToDouble(sum[i]) / divisor);
@@ -116,7 +117,8 @@ struct Kernels {
   uint64_t (*dequantise)(const int64_t*, float*, int64_t, double);
 };
 
-constexpr Kernels kBaseline = {{quantiseBaseline<Accumulate::MaxOnly>, quantiseBaseline<Accumulate::Store>,
+constexpr Kernels kBaseline = {{quantiseBaseline<Accumulate::MaxOnly>,
+                                quantiseBaseline<Accumulate::Store>,
                                 quantiseBaseline<Accumulate::Add>},
                                dequantiseBaseline};
 
@@ -138,7 +140,8 @@ uint32_t quantiseWith(const Kernels& kernels, const float* g, int64_t* acc, int6
   const auto loop = kernels.quantise[static_cast<int>(mode)];
   std::atomic<uint32_t> maxBits{0};
   at::parallel_for(0, count, kGrain, [&](int64_t begin, int64_t end) {
-    const uint32_t chunkMax = loop(g + begin, wrapping ? wrapping + begin : nullptr, end - begin, scale);
+    const uint32_t chunkMax =
+        loop(g + begin, wrapping ? wrapping + begin : nullptr, end - begin, scale);
     uint32_t seen = maxBits.load();
     while (chunkMax > seen && !maxBits.compare_exchange_weak(seen, chunkMax)) {
     }

@@ -304,8 +304,9 @@ class MpiCommunicator final : public Communicator {
     if (!ring.progress()) return false;
     if (at::Tensor space = ring.releaseScratch(); space.defined()) {
       if (spareScratch_.size() == kSpareScratch) {  // keep the largest
-        auto smallest = std::min_element(spareScratch_.begin(), spareScratch_.end(),
-                                         [](const at::Tensor& a, const at::Tensor& b) { return a.numel() < b.numel(); });
+        auto smallest = std::min_element(
+            spareScratch_.begin(), spareScratch_.end(),
+            [](const at::Tensor& a, const at::Tensor& b) { return a.numel() < b.numel(); });
         if (smallest->numel() >= space.numel()) return true;
         spareScratch_.erase(smallest);
       }
@@ -318,7 +319,8 @@ class MpiCommunicator final : public Communicator {
   at::Tensor takeScratch(std::int64_t bytes) {
     auto best = spareScratch_.end();
     for (auto it = spareScratch_.begin(); it != spareScratch_.end(); ++it)
-      if (it->numel() >= bytes && (best == spareScratch_.end() || it->numel() < best->numel())) best = it;
+      if (it->numel() >= bytes && (best == spareScratch_.end() || it->numel() < best->numel()))
+        best = it;
     if (best == spareScratch_.end()) return at::empty({bytes}, at::kByte);
     at::Tensor space = std::move(*best);
     spareScratch_.erase(best);

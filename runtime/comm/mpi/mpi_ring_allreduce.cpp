@@ -22,13 +22,16 @@ int positiveModulo(int value, int modulus) { return ((value % modulus) + modulus
 #else
 #define TL_RING_ADD_CLONES
 #endif
-TL_RING_ADD_CLONES void addWrapping(std::uint64_t* into, const std::uint64_t* from, std::int64_t count) {
+TL_RING_ADD_CLONES void addWrapping(std::uint64_t* into, const std::uint64_t* from,
+                                    std::int64_t count) {
   for (std::int64_t i = 0; i < count; ++i) into[i] += from[i];
 }
-TL_RING_ADD_CLONES void addWrapping(std::uint32_t* into, const std::uint32_t* from, std::int64_t count) {
+TL_RING_ADD_CLONES void addWrapping(std::uint32_t* into, const std::uint32_t* from,
+                                    std::int64_t count) {
   for (std::int64_t i = 0; i < count; ++i) into[i] += from[i];
 }
-TL_RING_ADD_CLONES void addWrapping(std::uint8_t* into, const std::uint8_t* from, std::int64_t count) {
+TL_RING_ADD_CLONES void addWrapping(std::uint8_t* into, const std::uint8_t* from,
+                                    std::int64_t count) {
   for (std::int64_t i = 0; i < count; ++i) into[i] = static_cast<std::uint8_t>(into[i] + from[i]);
 }
 
@@ -92,9 +95,9 @@ RingAllreduce::RingAllreduce(MPI_Comm comm, at::Tensor buffer, std::int64_t chun
   requests_.assign(2 * chunks_.size(), MPI_REQUEST_NULL);
   completed_.resize(requests_.size());
   const std::int64_t scratchBytesNeeded = longestSegment * buffer_.element_size();
-  if (!scratch.defined()) scratch = at::empty({scratchBytesNeeded}, buffer_.options().dtype(at::kByte));
-  TL_CHECK(scratch.scalar_type() == at::kByte && scratch.is_contiguous() && scratch.device().is_cpu() &&
-               scratch.numel() >= scratchBytesNeeded,
+  if (!scratch.defined()) scratch = at::empty({scratchBytesNeeded}, at::kByte);
+  TL_CHECK(scratch.scalar_type() == at::kByte && scratch.is_contiguous() &&
+               scratch.device().is_cpu() && scratch.numel() >= scratchBytesNeeded,
            "ring allreduce scratch: ", scratch.numel(), " bytes for ", scratchBytesNeeded);
   scratchSpace_ = scratch;
   scratch_ = scratch.narrow(0, 0, scratchBytesNeeded).view(buffer_.scalar_type());

@@ -113,7 +113,8 @@ TEST(FixedPoint, BaselineBuildOfTheLoopsGivesTheSameBits) {
     sums[0] = (int64_t(1) << 51) + 1;  // beyond the fast conversion
     for (int64_t n : {1, 2, 3, 7, 8}) {
       for (int e : {-20, 0, 43, 160}) {
-        std::vector<float> outFast(static_cast<size_t>(count)), outBaseline(static_cast<size_t>(count));
+        std::vector<float> outFast(static_cast<size_t>(count));
+        std::vector<float> outBaseline(static_cast<size_t>(count));
         dequantiseMean(sums.data(), outFast.data(), count, n, e);
         detail::dequantiseMeanBaseline(sums.data(), outBaseline.data(), count, n, e);
         ASSERT_EQ(std::memcmp(outFast.data(), outBaseline.data(), size_t(count) * sizeof(float)), 0)
