@@ -9,7 +9,8 @@
 //   The int64 Sum allreduce of each bucket (exact: the sums do not depend on when or in which
 //     order they are taken), started when the last local contribution has filled the bucket
 //     (streamed: while backward still runs), or in finish.
-//   finish: waits for the bucket sums, then one small max-allreduce of the per-tensor maxima. If
+//   finish: one small max-allreduce of the per-tensor maxima, started behind the bucket sums;
+//     waits for the sums, then for the maxima. If
 //     some tensor's values left the scale's range (overflow), or would keep too few bits
 //     (gradients shrank by 2^16), or no scale exists yet (first step), the sums are dropped,
 //     every process sets e_t from the step's global maxima and asks for a replay; the replayed
@@ -123,8 +124,11 @@ class ExactReducer final : public GradientReducer {
       for (auto& b : buckets_) b.sums.zero_();  // a process with no local worker still joins
     }
     launches_->startAll();
+    // The maxima's small collective goes behind the sums, so that its latency hides in theirs.
+    std::unique_ptr<comm::PendingCollective> maxima;
+    at::Tensor maximaPayload = startAgreeingOnMaxima(maxima);
     launches_->waitAll();
-    const std::vector<double> globalMax = agreeOnMaxima();
+    const std::vector<double> globalMax = agreeOnMaxima(maximaPayload, *maxima);
 
     bool replay = !state_.scalesKnown;
     for (size_t t = 0; t < shapes_.size() && !replay; ++t) {
@@ -228,7 +232,8 @@ class ExactReducer final : public GradientReducer {
 
   // One max-allreduce: the global max |g| per tensor, plus a check that every process holds
   // the same scales (a checkpoint loaded on some processes only would silently break the bits).
-  std::vector<double> agreeOnMaxima() {
+  // Started here, finished by agreeOnMaxima.
+  at::Tensor startAgreeingOnMaxima(std::unique_ptr<comm::PendingCollective>& pending) {
     const size_t count = shapes_.size();
     at::Tensor payload = at::empty({int64_t(3 * count + 2)}, at::kDouble);
     double* p = payload.data_ptr<double>();
@@ -240,9 +245,15 @@ class ExactReducer final : public GradientReducer {
     p[3 * count] = state_.scalesKnown ? 1 : 0;
     p[3 * count + 1] = state_.scalesKnown ? -1 : 0;
     at::Tensor onDevice = payload.to(buckets_[0].sums.device());
-    comm_.allreduce(onDevice, comm::ReduceOp::Max);
-    payload = onDevice.cpu();
-    p = payload.data_ptr<double>();
+    pending = comm_.startAllreduce(onDevice, comm::ReduceOp::Max);
+    return onDevice;
+  }
+
+  std::vector<double> agreeOnMaxima(const at::Tensor& onDevice, comm::PendingCollective& pending) {
+    pending.wait();
+    const size_t count = shapes_.size();
+    at::Tensor payload = onDevice.cpu();
+    const double* p = payload.data_ptr<double>();
     TL_CHECK(p[3 * count] == -p[3 * count + 1], "exact reducer: some processes have scales and "
              "others not; their reducer state differs");
     for (size_t t = 0; t < count; ++t) {

@@ -51,8 +51,21 @@ inline uint64_t beyondSmall(int64_t s) {  // |s| > 2^51
   return uint64_t(s) + (uint64_t(1) << 51) > (uint64_t(1) << 52) ? 1 : 0;
 }
 
+// The raw loops are compiled twice on x86-64: for the baseline (SSE2, two doubles per
+// instruction) and with AVX2 (four), picked once at run time. The division of dequantisation
+// is the bottleneck without AVX2 (ResNet-18's 11.2M values took 14.5 ms, 6.4 ms with it). Both
+// builds give the same bits: vector IEEE multiplications, additions, divisions and conversions
+// round exactly like scalar ones, and FMA is not enabled, so no multiply-add is contracted.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TL_FIXED_POINT_AVX2 1
+#define TL_INLINE_LOOP inline __attribute__((always_inline))
+#else
+#define TL_FIXED_POINT_AVX2 0
+#define TL_INLINE_LOOP inline
+#endif
+
 template <Accumulate kMode>
-uint32_t quantiseRange(const float* g, uint64_t* acc, int64_t count, double scale) {
+TL_INLINE_LOOP uint32_t quantiseLoop(const float* g, uint64_t* acc, int64_t count, double scale) {
   const uint64_t magicBits = bitsOf(kRoundingMagic);
   uint32_t maxBits = 0;
   for (int64_t i = 0; i < count; ++i) {
@@ -68,6 +81,74 @@ uint32_t quantiseRange(const float* g, uint64_t* acc, int64_t count, double scal
   return maxBits;
 }
 
+// The fast loop: whether some sum needs exactMean instead.
+TL_INLINE_LOOP uint64_t dequantiseLoop(const int64_t* sum, float* out, int64_t count,
+                                       double divisor) {
+  uint64_t anyLarge = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    out[i] = float(smallToDouble(sum[i]) / divisor);
+    anyLarge |= beyondSmall(sum[i]);
+  }
+  return anyLarge;
+}
+
+// One compiled form of both loops: what Kernels holds pointers to.
+template <Accumulate kMode>
+uint32_t quantiseBaseline(const float* g, uint64_t* acc, int64_t count, double scale) {
+  return quantiseLoop<kMode>(g, acc, count, scale);
+}
+uint64_t dequantiseBaseline(const int64_t* sum, float* out, int64_t count, double divisor) {
+  return dequantiseLoop(sum, out, count, divisor);
+}
+#if TL_FIXED_POINT_AVX2
+template <Accumulate kMode>
+__attribute__((target("avx2"))) uint32_t quantiseAvx2(const float* g, uint64_t* acc, int64_t count,
+                                                      double scale) {
+  return quantiseLoop<kMode>(g, acc, count, scale);
+}
+__attribute__((target("avx2"))) uint64_t dequantiseAvx2(const int64_t* sum, float* out,
+                                                        int64_t count, double divisor) {
+  return dequantiseLoop(sum, out, count, divisor);
+}
+#endif
+
+struct Kernels {
+  uint32_t (*quantise[3])(const float*, uint64_t*, int64_t, double);  // by Accumulate
+  uint64_t (*dequantise)(const int64_t*, float*, int64_t, double);
+};
+
+constexpr Kernels kBaseline = {{quantiseBaseline<Accumulate::MaxOnly>,
+                                quantiseBaseline<Accumulate::Store>,
+                                quantiseBaseline<Accumulate::Add>},
+                               dequantiseBaseline};
+
+const Kernels& fastestKernels() {
+#if TL_FIXED_POINT_AVX2
+  static const Kernels avx2 = {{quantiseAvx2<Accumulate::MaxOnly>, quantiseAvx2<Accumulate::Store>,
+                                quantiseAvx2<Accumulate::Add>},
+                               dequantiseAvx2};
+  static const bool hasAvx2 = __builtin_cpu_supports("avx2");
+  if (hasAvx2) return avx2;
+#endif
+  return kBaseline;
+}
+
+uint32_t quantiseWith(const Kernels& kernels, const float* g, int64_t* acc, int64_t count, int e,
+                      Accumulate mode) {
+  const double scale = std::ldexp(1.0, e);
+  auto* wrapping = reinterpret_cast<uint64_t*>(acc);
+  const auto loop = kernels.quantise[static_cast<int>(mode)];
+  std::atomic<uint32_t> maxBits{0};
+  at::parallel_for(0, count, kGrain, [&](int64_t begin, int64_t end) {
+    const uint32_t chunkMax =
+        loop(g + begin, wrapping ? wrapping + begin : nullptr, end - begin, scale);
+    uint32_t seen = maxBits.load();
+    while (chunkMax > seen && !maxBits.compare_exchange_weak(seen, chunkMax)) {
+    }
+  });
+  return maxBits.load();
+}
+
 // The mean as float(double(sum) / (N · 2^e)): for |sum| <= 2^53 the division is the correctly
 // rounded double quotient d, and then float(d) is the correctly rounded float quotient.
 // Rounding twice can only err when d lands on a float midpoint m that the exact quotient
@@ -80,17 +161,17 @@ uint32_t quantiseRange(const float* g, uint64_t* acc, int64_t count, double scal
 // most 25 significant bits and N <= 2^20. (A multiplication by the rounded reciprocal would
 // not do: it misses exact ties.) The loop converts with smallToDouble, so sums beyond 2^51,
 // only seen near the range limit, take exactMean.
-void dequantiseRange(const int64_t* sum, float* out, int64_t count, int64_t contributions, int e) {
+void dequantiseWith(const Kernels& kernels, const int64_t* sum, float* out, int64_t count,
+                    int64_t contributions, int e) {
+  TL_CHECK_GE(contributions, 1);
+  TL_CHECK_LE(contributions, kMaxContributions);
   const double divisor = std::ldexp(double(contributions), e);  // exact
-  uint64_t anyLarge = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    out[i] = float(smallToDouble(sum[i]) / divisor);
-    anyLarge |= beyondSmall(sum[i]);
-  }
-  if (anyLarge == 0) return;
-  for (int64_t i = 0; i < count; ++i) {
-    if (beyondSmall(sum[i])) out[i] = exactMean(sum[i], contributions, e);
-  }
+  at::parallel_for(0, count, kGrain, [&](int64_t begin, int64_t end) {
+    if (kernels.dequantise(sum + begin, out + begin, end - begin, divisor) == 0) return;
+    for (int64_t i = begin; i < end; ++i) {
+      if (beyondSmall(sum[i])) out[i] = exactMean(sum[i], contributions, e);
+    }
+  });
 }
 
 }  // namespace
@@ -125,27 +206,7 @@ float magnitudeFromBits(uint32_t bits) {
 }
 
 uint32_t quantise(const float* g, int64_t* acc, int64_t count, int e, Accumulate mode) {
-  const double scale = std::ldexp(1.0, e);
-  auto* wrapping = reinterpret_cast<uint64_t*>(acc);
-  std::atomic<uint32_t> maxBits{0};
-  at::parallel_for(0, count, kGrain, [&](int64_t begin, int64_t end) {
-    uint32_t chunkMax = 0;
-    switch (mode) {
-      case Accumulate::MaxOnly:
-        chunkMax = quantiseRange<Accumulate::MaxOnly>(g + begin, nullptr, end - begin, scale);
-        break;
-      case Accumulate::Store:
-        chunkMax = quantiseRange<Accumulate::Store>(g + begin, wrapping + begin, end - begin, scale);
-        break;
-      case Accumulate::Add:
-        chunkMax = quantiseRange<Accumulate::Add>(g + begin, wrapping + begin, end - begin, scale);
-        break;
-    }
-    uint32_t seen = maxBits.load();
-    while (chunkMax > seen && !maxBits.compare_exchange_weak(seen, chunkMax)) {
-    }
-  });
-  return maxBits.load();
+  return quantiseWith(fastestKernels(), g, acc, count, e, mode);
 }
 
 uint32_t quantise(const at::Tensor& g, const at::Tensor& acc, int e, Accumulate mode) {
@@ -171,11 +232,7 @@ uint32_t quantise(const at::Tensor& g, const at::Tensor& acc, int e, Accumulate 
 }
 
 void dequantiseMean(const int64_t* sum, float* out, int64_t count, int64_t contributions, int e) {
-  TL_CHECK_GE(contributions, 1);
-  TL_CHECK_LE(contributions, kMaxContributions);
-  at::parallel_for(0, count, kGrain, [&](int64_t begin, int64_t end) {
-    dequantiseRange(sum + begin, out + begin, end - begin, contributions, e);
-  });
+  dequantiseWith(fastestKernels(), sum, out, count, contributions, e);
 }
 
 void dequantiseMean(const at::Tensor& sum, const at::Tensor& out, int64_t contributions, int e) {
@@ -202,6 +259,19 @@ void dequantiseMean(const at::Tensor& sum, const at::Tensor& out, int64_t contri
   }
   out.copy_(result.view(out.sizes()));
 }
+
+namespace detail {
+
+uint32_t quantiseBaseline(const float* g, int64_t* acc, int64_t count, int e, Accumulate mode) {
+  return quantiseWith(kBaseline, g, acc, count, e, mode);
+}
+
+void dequantiseMeanBaseline(const int64_t* sum, float* out, int64_t count, int64_t contributions,
+                            int e) {
+  dequantiseWith(kBaseline, sum, out, count, contributions, e);
+}
+
+}  // namespace detail
 
 float exactMean(int64_t sum, int64_t contributions, int e) {
   TL_CHECK_GE(contributions, 1);

@@ -8,8 +8,8 @@
 // device) that computes it.
 //
 // Each operation has two implementations giving identical bits: a fused loop over raw pointers
-// for contiguous CPU float32 tensors, and a generic one made of ATen ops (CUDA tensors, strided
-// views).
+// for contiguous CPU float32 tensors (built for the x86-64 baseline and for AVX2, picked at run
+// time), and a generic one made of ATen ops (CUDA tensors, strided views).
 #pragma once
 
 #include <cstdint>
@@ -68,5 +68,14 @@ void dequantiseMean(const at::Tensor& sum, const at::Tensor& out, int64_t contri
 
 // One value, by exact integer arithmetic: the slow path behind dequantiseMean.
 float exactMean(int64_t sum, int64_t contributions, int e);
+
+namespace detail {
+// The raw loops as compiled for the x86-64 baseline, whatever this CPU has: quantise() and
+// dequantiseMean() run an AVX2 build of the same loops where the CPU has AVX2, and the tests
+// check that both give the same bits.
+uint32_t quantiseBaseline(const float* g, int64_t* acc, int64_t count, int e, Accumulate mode);
+void dequantiseMeanBaseline(const int64_t* sum, float* out, int64_t count, int64_t contributions,
+                            int e);
+}  // namespace detail
 
 }  // namespace tl::reduce::fixed

@@ -178,11 +178,13 @@ class MpiCommunicator final : public Communicator {
             throw TimeoutError(str("mpi allreduce: the ring allreduce ", kRingTagSlots,
                                    " collectives back did not finish in time to free its tags"));
         }
-        auto ring = std::make_shared<detail::RingAllreduce>(comm_, tensor, chunk, slot, kRingTagSlots);
+        auto ring = std::make_shared<detail::RingAllreduce>(
+            comm_, tensor, chunk, slot, kRingTagSlots,
+            takeScratch(detail::RingAllreduce::scratchBytes(tensor, size_)));
         previous = ring;
         buffers.push_back(ring->scratch());
         ring->start();
-        return [ring] { return ring->progress(); };
+        return [this, ring] { return progressRing(*ring); };
       });
     }
     const MPI_Datatype type = detail::reductionDatatype(tensor.scalar_type());
@@ -294,7 +296,35 @@ class MpiCommunicator final : public Communicator {
   // collective never holds up a ring that its neighbours are waiting for.
   void progressRings() {
     for (auto& slot : ringInSlot_)
-      if (auto ring = slot.lock(); ring && !ring->done()) ring->progress();
+      if (auto ring = slot.lock(); ring && !ring->done()) progressRing(*ring);
+  }
+
+  // Moves one ring on; once it is done its scratch space goes back to the spares.
+  bool progressRing(detail::RingAllreduce& ring) {
+    if (!ring.progress()) return false;
+    if (at::Tensor space = ring.releaseScratch(); space.defined()) {
+      if (spareScratch_.size() == kSpareScratch) {  // keep the largest
+        auto smallest = std::min_element(
+            spareScratch_.begin(), spareScratch_.end(),
+            [](const at::Tensor& a, const at::Tensor& b) { return a.numel() < b.numel(); });
+        if (smallest->numel() >= space.numel()) return true;
+        spareScratch_.erase(smallest);
+      }
+      spareScratch_.push_back(std::move(space));
+    }
+    return true;
+  }
+
+  // The smallest spare scratch space of at least `bytes`, or a new one.
+  at::Tensor takeScratch(std::int64_t bytes) {
+    auto best = spareScratch_.end();
+    for (auto it = spareScratch_.begin(); it != spareScratch_.end(); ++it)
+      if (it->numel() >= bytes && (best == spareScratch_.end() || it->numel() < best->numel()))
+        best = it;
+    if (best == spareScratch_.end()) return at::empty({bytes}, at::kByte);
+    at::Tensor space = std::move(*best);
+    spareScratch_.erase(best);
+    return space;
   }
 
   // One poll: true once every operation of `op` is complete.
@@ -385,6 +415,12 @@ class MpiCommunicator final : public Communicator {
   static constexpr int kRingTagSlots = 64;
   std::uint64_t ringsStarted_ = 0;
   std::weak_ptr<detail::RingAllreduce> ringInSlot_[kRingTagSlots];
+  // Scratch space of finished rings, reused by the next ones: a fresh allocation's pages are
+  // faulted in and zeroed by the kernel on first touch (inside MPI's copy), which on a loaded
+  // machine cost more than a 1 MiB ring's whole transfer. At most kSpareScratch kept: as many
+  // as the overlapped buckets of a step have in flight at once.
+  static constexpr size_t kSpareScratch = 4;
+  std::vector<at::Tensor> spareScratch_;
 };
 
 }  // namespace

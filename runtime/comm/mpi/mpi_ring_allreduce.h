@@ -31,8 +31,11 @@ class RingAllreduce {
   // chunkElements: the most elements one message carries (the pipeline's grain). Rings in flight
   // together on one communicator (overlapped buckets) must not share tags: the tag space is cut
   // into tagSlots ranges and this ring uses range tagSlot (members pass the same slot).
+  // scratch: uint8 space of at least scratchBytes() for the ring to receive into (the
+  // communicator recycles it across rings: touching fresh pages cost more than a small ring's
+  // transfer on a loaded machine); undefined: the ring allocates its own.
   RingAllreduce(MPI_Comm comm, at::Tensor buffer, std::int64_t chunkElements, int tagSlot = 0,
-                int tagSlots = 1);
+                int tagSlots = 1, at::Tensor scratch = {});
   RingAllreduce(const RingAllreduce&) = delete;
   RingAllreduce& operator=(const RingAllreduce&) = delete;
 
@@ -42,6 +45,10 @@ class RingAllreduce {
   bool progress();
   // What MPI may still write into should the collective be abandoned (the scratch space).
   at::Tensor scratch() const { return scratch_; }
+  // The scratch space a ring over `size` members needs for `buffer`, in bytes.
+  static std::int64_t scratchBytes(const at::Tensor& buffer, int size);
+  // Once done(): the scratch space, for another ring to use; undefined after the first call.
+  at::Tensor releaseScratch();
   bool done() const { return finished_ == static_cast<int>(chunks_.size()); }
 
  private:
@@ -59,6 +66,7 @@ class RingAllreduce {
   int size_ = 1;
   at::Tensor buffer_;
   at::Tensor scratch_;  // one segment: each chunk's slot receives the left neighbour's part
+  at::Tensor scratchSpace_;  // the uint8 space scratch_ views, until released
   MPI_Datatype type_;
   std::int64_t chunkElements_;
   int steps_ = 0;

@@ -148,6 +148,35 @@ TEST(MpiRingAllreduce, ManyRingsInFlightKeepTheirMessagesApart) {
   }
 }
 
+// Finished rings hand their scratch space to the next ones: a smaller ring after a larger
+// one, another dtype, a larger one that needs a new space, and rings in flight together must
+// each still receive into space of their own.
+TEST(MpiRingAllreduce, ScratchSpaceGoesFromFinishedRingsToLaterOnes) {
+  const int size = world().size();
+  std::unique_ptr<Communicator> comm = createMpiWorldCommunicator(ringFromZeroBytes(4096));
+  const std::vector<std::pair<at::ScalarType, std::int64_t>> rings = {
+      {at::kLong, 50'001}, {at::kLong, 7}, {at::kByte, 30'011}, {at::kInt, 50'003},
+      {at::kFloat, 20'000}, {at::kLong, 120'007}, {at::kInt, 3}, {at::kLong, 120'007}};
+  for (int round = 0; round < 2; ++round) {
+    std::vector<at::Tensor> tensors;
+    std::vector<std::unique_ptr<PendingCollective>> pending;
+    for (const auto& [type, count] : rings) {
+      tensors.push_back(contribution(comm->rank(), type, count));
+      if (round == 0) {
+        comm->allreduce(tensors.back(), ReduceOp::Sum, kPatient);  // one at a time
+      } else {
+        pending.push_back(comm->startAllreduce(tensors.back(), ReduceOp::Sum, kPatient));
+      }
+    }
+    for (auto& p : pending) p->wait();
+    for (size_t i = 0; i < rings.size(); ++i) {
+      const auto& [type, count] = rings[i];
+      EXPECT_TRUE(at::equal(tensors[i], expectedReduction(ReduceOp::Sum, size, type, count)))
+          << "round " << round << " ring " << i;
+    }
+  }
+}
+
 // With two members the ring's float sum is the same single addition MPI_Iallreduce does, so
 // the bits agree with it on values where rounding matters; with more members float sums keep
 // MPI_Iallreduce, so the bits agree trivially.

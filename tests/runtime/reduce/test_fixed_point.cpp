@@ -82,6 +82,48 @@ TEST(FixedPoint, RawAndGenericAgreeOnRandomDataWithAccumulation) {
   EXPECT_TRUE(raw.equal(generic));
 }
 
+// The raw loops run as an AVX2 build where the CPU has it: the baseline build must give the
+// same bits, so that a job's result does not depend on its machines' instruction sets. Ragged
+// lengths reach the vector loops' tails; the values include halfway cases, subnormals, sums
+// beyond 2^51 (the slow path) and non-finite gradients.
+TEST(FixedPoint, BaselineBuildOfTheLoopsGivesTheSameBits) {
+  std::mt19937_64 rng(23);
+  for (int64_t count : {1, 3, 7, 64, 100003}) {
+    std::vector<float> g(static_cast<size_t>(count));
+    for (auto& v : g) {
+      const uint64_t r = rng();
+      v = float((r & 1 ? -1.0 : 1.0) * std::ldexp(double(r >> 40) + 0.5, -int(r % 180)));
+    }
+    g[0] = std::ldexp(2.5f, -10);  // a tie at e = 10
+    for (int e : {10, 40, 120}) {
+      for (Accumulate mode : {Accumulate::MaxOnly, Accumulate::Store, Accumulate::Add}) {
+        std::vector<int64_t> fast(size_t(count), 5), baseline(size_t(count), 5);
+        EXPECT_EQ(quantise(g.data(), fast.data(), count, e, mode),
+                  detail::quantiseBaseline(g.data(), baseline.data(), count, e, mode));
+        EXPECT_EQ(fast, baseline) << "count " << count << " e " << e;
+      }
+    }
+    g[size_t(count) / 2] = NAN;
+    std::vector<int64_t> fast(static_cast<size_t>(count)), baseline(static_cast<size_t>(count));
+    EXPECT_EQ(quantise(g.data(), fast.data(), count, 0, Accumulate::Store),
+              detail::quantiseBaseline(g.data(), baseline.data(), count, 0, Accumulate::Store));
+
+    std::vector<int64_t> sums(static_cast<size_t>(count));
+    for (auto& s : sums) s = int64_t(rng() >> (1 + rng() % 62)) * (rng() & 1 ? -1 : 1);
+    sums[0] = (int64_t(1) << 51) + 1;  // beyond the fast conversion
+    for (int64_t n : {1, 2, 3, 7, 8}) {
+      for (int e : {-20, 0, 43, 160}) {
+        std::vector<float> outFast(static_cast<size_t>(count));
+        std::vector<float> outBaseline(static_cast<size_t>(count));
+        dequantiseMean(sums.data(), outFast.data(), count, n, e);
+        detail::dequantiseMeanBaseline(sums.data(), outBaseline.data(), count, n, e);
+        ASSERT_EQ(std::memcmp(outFast.data(), outBaseline.data(), size_t(count) * sizeof(float)), 0)
+            << "count " << count << " N " << n << " e " << e;
+      }
+    }
+  }
+}
+
 // Reference: the float nearest to sum / (N · 2^e), ties to even, found by exact integer
 // comparison among the neighbours of a long-double estimate.
 float referenceMean(int64_t sum, int64_t n, int e) {
