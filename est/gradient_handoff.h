@@ -19,7 +19,10 @@
 //  - the helper thread runs only the backward function given to run(), with the training
 //    thread's autograd and grad-mode state and its current stream on the device.
 // run() returns only after backward has returned and the queue is empty, so what the hooks
-// wrote happens-before anything the training thread does next.
+// wrote happens-before anything the training thread does next. Between gradients the training
+// thread sleeps on a condition variable, as it would inside backward() itself: the other fibers
+// of that thread wait as they did, and a started collective is never waited for there (its
+// PendingCollective is tested as the next gradient comes, and waited for in finish()).
 //
 // CUDA ordering: push() records an event on the pushing thread's current stream of the
 // gradient's device (the stream autograd computed it on); before consuming the gradient, the
