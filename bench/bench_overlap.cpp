@@ -4,6 +4,11 @@
 // `mpirun -np 2`; every process builds the same jobs in the same order.
 //
 //   bench_overlap [--rounds R] [--steps S] [--batch B] [--bucket-mb MB] [--data DIR]
+//                 [--arch resnet18|resnet20] [--backward-thread on]
+//
+// --backward-thread on: "on" runs backward on a helper thread whose hooks hand the gradients
+// over to the training thread, as on a GPU (est/gradient_handoff.h): the hand-over's cost on
+// the CPU. --arch: only that model.
 //
 // Each round runs every configuration once with overlap off and once on, the two back to back
 // in an order that alternates from round to round, so a slow spell of this shared machine hits
@@ -57,8 +62,8 @@ struct Config {
 };
 
 // Median step seconds of one job (the same on every process: the slowest one's, via a max).
-double stepSeconds(const Config& c, bool overlap, int steps, int batch, double bucketMb,
-                   const std::string& data, tl::comm::Communicator& world) {
+double stepSeconds(const Config& c, bool overlap, bool backwardThread, int steps, int batch,
+                   double bucketMb, const std::string& data, tl::comm::Communicator& world) {
   tl::JobConfig job;
   job.model.arch = c.arch;
   job.model.depth = c.depth;
@@ -74,6 +79,7 @@ double stepSeconds(const Config& c, bool overlap, int steps, int batch, double b
   job.bucketBytes = int64_t(bucketMb * 1024 * 1024);
   auto executor = tl::est::ExecutorBuilder(job)
                       .layout(tl::est::Placement::withIdleMembers({c.perProcess, c.perProcess}), world, world)
+                      .backwardOnHelperThread(backwardThread)
                       .build();
   tl::train::MetricsLog metrics;
   StepClock clock;
@@ -95,16 +101,24 @@ int main(int argc, char** argv) {
   int rounds = 3, steps = 4, batch = 16;
   double bucketMb = 25;
   std::string data = "/tmp/tl-bench-overlap-data";
+  std::string onlyArch;
+  bool backwardThread = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--batch")) batch = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--bucket-mb")) bucketMb = std::atof(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--data")) data = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--arch")) onlyArch = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--backward-thread")) backwardThread = !std::strcmp(argv[i + 1], "on");
     else {
       std::fprintf(stderr, "bench_overlap: unknown flag %s\n", argv[i]);
       return 2;
     }
+  }
+  if (!onlyArch.empty() && onlyArch != "resnet18" && onlyArch != "resnet20") {
+    std::fprintf(stderr, "bench_overlap: --arch must be resnet18 or resnet20, got '%s'\n", onlyArch.c_str());
+    return 2;
   }
   if (rounds < 1 || steps < 1 || batch < 1 || !(bucketMb > 0)) {
     std::fprintf(stderr, "bench_overlap: --rounds, --steps, --batch and --bucket-mb must be positive\n");
@@ -119,16 +133,18 @@ int main(int argc, char** argv) {
   world->barrier();
 
   std::vector<Config> configs;
-  for (const auto& [arch, depth] : std::vector<std::pair<std::string, int>>{{"resnet18", 0}, {"resnet", 20}})
+  for (const auto& [arch, depth] : std::vector<std::pair<std::string, int>>{{"resnet18", 0}, {"resnet", 20}}) {
+    if (!onlyArch.empty() && onlyArch != (arch == "resnet" ? "resnet20" : arch)) continue;
     for (int per : {1, 2})
       for (auto red : {tl::Reduction::Exact, tl::Reduction::Fp32}) configs.push_back({arch, depth, per, red});
+  }
 
   std::vector<std::vector<double>> on(configs.size()), off(configs.size()), ratio(configs.size());
   for (int r = 0; r < rounds; ++r) {
     for (size_t i = 0; i < configs.size(); ++i) {
       const bool onFirst = (r + int(i)) % 2 == 0;
-      const double a = stepSeconds(configs[i], onFirst, steps, batch, bucketMb, data, *world);
-      const double b = stepSeconds(configs[i], !onFirst, steps, batch, bucketMb, data, *world);
+      const double a = stepSeconds(configs[i], onFirst, backwardThread, steps, batch, bucketMb, data, *world);
+      const double b = stepSeconds(configs[i], !onFirst, backwardThread, steps, batch, bucketMb, data, *world);
       on[i].push_back(onFirst ? a : b);
       off[i].push_back(onFirst ? b : a);
       ratio[i].push_back(on[i].back() / off[i].back());
@@ -140,8 +156,9 @@ int main(int argc, char** argv) {
   }
   if (world->rank() != 0) return 0;
   std::printf("bench_overlap: 2 processes, batch %d per EST, buckets of %g MiB, %d rounds of %d timed "
-              "steps, compute threads %d\n",
-              batch, bucketMb, rounds, steps, at::get_num_threads());
+              "steps, compute threads %d%s\n",
+              batch, bucketMb, rounds, steps, at::get_num_threads(),
+              backwardThread ? "; on = backward on a helper thread, gradients handed over (the GPU's path)" : "");
   std::printf("%-24s %12s %12s %10s %18s\n", "config", "off ms/step", "on ms/step", "on/off", "on/off range");
   for (size_t i = 0; i < configs.size(); ++i) {
     const auto [lo, hi] = std::minmax_element(ratio[i].begin(), ratio[i].end());

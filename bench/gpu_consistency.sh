@@ -5,6 +5,9 @@
 # several processes share it through --gpu-comm mpi (tensors staged through host memory); one
 # process uses NCCL. Also shown, not asserted: --reduction fp32 across placements, the same job
 # on the CPU (other kernels, other bits), and images/s of each run.
+# Then --overlap on NCCL: ResNet-18 in DDP mode on the one process, overlap on and off in
+# alternating rounds, exact and fp32; asserted: the same params_sha256 on and off in each mode;
+# shown: the step times on and off and their ratio, as bench_overlap prints them.
 #
 # usage: bench/gpu_consistency.sh [BUILD_DIR] [STEPS]     (needs a CUDA libtorch and a GPU)
 # exit status: 0 when every exact-reduction GPU run of a model matches that model's reference.
@@ -117,9 +120,63 @@ for MODEL in cnn resnet20; do
   segment fp32-ddp 4 --device $DEVICE --gpu-comm mpi --reduction fp32; row "GPU fp32 reduction, DDP mode 4 procs" fp32-ddp fp32 $?
   segment cpu-p4 1 --device cpu --placement 4; row "CPU 1 proc [4] (other kernels)" cpu-p4 cpu $?
 done
+
+# --overlap with NCCL. One process (NCCL cannot put two ranks on one GPU), so the allreduce is
+# the size-1 communicator's copy: this checks the GPU path (gradients handed over from autograd's
+# device thread, buckets started on the NCCL stream during backward) and its bits, and measures
+# its overhead; a speed-up needs more GPUs.
+OV_ROUNDS="${TL_GPU_OVERLAP_ROUNDS:-3}"
+OV_STEPS=12
+MODEL=overlap
+COMMON="--dataset cifar10 --data-dir $WORK/data --batch 64 --seed 11 --lr 0.05 --momentum 0.9 --log-every 0"
+MODEL_FLAGS="--model resnet18 --placement 1 --bucket-mb 5"
+# overlapFigures NAME: "MS_PER_STEP SHA DURING BUCKETS" of run NAME: the median step time after
+# two warm-up steps (the exact mode's first-step replay among them), and the last step's
+# overlap figures.
+overlapFigures() {
+  python3 - "$WORK/$MODEL/$1" <<'PY'
+import json, sys
+d = sys.argv[1]
+steps = [r for r in map(json.loads, open(d + "/metrics.jsonl")) if r.get("type") == "step"]
+gaps = sorted(b["time"] - a["time"] for a, b in zip(steps[2:], steps[3:]))
+ms = 1000 * gaps[len(gaps) // 2] if gaps else float("nan")
+last = steps[-1] if steps else {}
+sha = json.load(open(d + "/summary.json"))["params_sha256"]
+print("%.2f %s %s %s" % (ms, sha, last.get("overlap_buckets_during_backward", "-"), last.get("overlap_buckets", "-")))
+PY
+}
+echo
+echo "--overlap on NCCL: resnet18, 1 process, DDP mode, batch 64, 5 MiB buckets, $OV_ROUNDS rounds (on/off order alternating)"
+printf "%-14s %12s %12s %8s %16s  %-22s %s\n" config "off ms/step" "on ms/step" on/off "on/off range" "during backward (on)" "bits on vs off"
+for REDUCTION in exact fp32; do
+  OFF_MS=() ON_MS=() RATIOS=() VERDICT=same DURING="-"
+  for ((r = 0; r < OV_ROUNDS; r++)); do
+    if ((r % 2 == 0)); then ORDER="off on"; else ORDER="on off"; fi
+    for OV in $ORDER; do
+      SEG_STEPS=$OV_STEPS segment "$REDUCTION-$OV-$r" 1 --device $DEVICE --reduction $REDUCTION --overlap $OV
+      rc=$?
+      FIG="nan failed - -"
+      if [ $rc -eq 0 ]; then FIG=$(overlapFigures "$REDUCTION-$OV-$r") || FIG="nan failed - -"; fi
+      read -r MS SHA DUR BUCKETS <<<"$FIG"
+      if [ "$OV" = on ]; then ON_MS+=("$MS"); ON_SHA=$SHA; DURING="$DUR of $BUCKETS"; else OFF_MS+=("$MS"); OFF_SHA=$SHA; fi
+    done
+    if [ "$ON_SHA" = failed ] || [ "$OFF_SHA" = failed ]; then VERDICT="FAILED (logs under $WORK/$MODEL)"; FAILED=1
+    elif [ "$ON_SHA" != "$OFF_SHA" ] && [ "$VERDICT" = same ]; then VERDICT="DIFFERS"; FAILED=1; fi
+    RATIOS+=("$(python3 -c "import sys; print(float(sys.argv[1]) / float(sys.argv[2]))" "${ON_MS[-1]}" "${OFF_MS[-1]}" 2>/dev/null || echo nan)")
+  done
+  python3 - "$REDUCTION" "${OFF_MS[*]}" "${ON_MS[*]}" "${RATIOS[*]}" "$DURING" "$VERDICT" <<'PY'
+import statistics, sys
+name, off, on, ratios, during, verdict = sys.argv[1:]
+med = lambda s: statistics.median([float(x) for x in s.split()])
+rs = [float(x) for x in ratios.split()]
+print("%-14s %12.2f %12.2f %8.3f %16s  %-22s %s" % ("resnet18 " + name, med(off), med(on), med(ratios),
+      "%.3f..%.3f" % (min(rs), max(rs)), during, verdict))
+PY
+done
+
 echo
 if [ "$FAILED" -eq 0 ]; then
-  echo "every exact-reduction GPU run matched its model's reference"
+  echo "every exact-reduction GPU run matched its model's reference, and --overlap on/off gave the same bits"
 else
   echo "some exact-reduction GPU runs FAILED or DIFFER (logs under $WORK)"
 fi

@@ -11,9 +11,9 @@ namespace tl::est {
 namespace {
 
 // The one place that turns the job's device into a step backend.
-std::unique_ptr<StepBackend> createBackend(const JobConfig& job, Replica& replica) {
+std::unique_ptr<StepBackend> createBackend(const JobConfig& job, Replica& replica, bool backwardThread) {
   if (job.device.isSimulated()) return createSimulatedBackend(job.device.simRate);
-  return createTrainingBackend(replica, job.overlap);
+  return createTrainingBackend(replica, job.overlap, backwardThread);
 }
 
 }  // namespace
@@ -55,7 +55,7 @@ EstExecutor::Parts ExecutorBuilder::parts() {
   });
   train::whileBuilding("the gradient reducer",
                        [&] { r.useReducer(config.reduction, *device_, config.bucketBytes); });
-  p.backend = createBackend(config, r);
+  p.backend = createBackend(config, r, backwardThread_);
 
   const int n = p.placement.logicalWorkers();
   data::BatchStream probe = shardStream(config, p.data.train->dataset().size(), n, 0);

@@ -19,6 +19,13 @@ class ExecutorBuilder {
   // `device` carries gradients and model state (`host` itself, or an NCCL communicator).
   ExecutorBuilder& layout(Placement placement, comm::Communicator& host, comm::Communicator& device);
 
+  // With --overlap, run backward on a helper thread and hand the gradients over to the training
+  // thread on the CPU too, as on a GPU (tests of the GPU's path; a CUDA device always does).
+  ExecutorBuilder& backwardOnHelperThread(bool on) {
+    backwardThread_ = on;
+    return *this;
+  }
+
   EstExecutor::Parts parts();
   std::unique_ptr<EstExecutor> build() { return std::make_unique<EstExecutor>(parts()); }
 
@@ -27,6 +34,7 @@ class ExecutorBuilder {
   std::optional<Placement> placement_;
   comm::Communicator* host_ = nullptr;
   comm::Communicator* device_ = nullptr;
+  bool backwardThread_ = false;
 };
 
 }  // namespace tl::est

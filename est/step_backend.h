@@ -51,11 +51,12 @@ class StepBackend {
   virtual std::optional<OverlapFigures> overlap() const { return std::nullopt; }
 };
 
-// Real training on the replica's device.
 // Real training on the replica's device. `overlap`: the last local EST streams its gradients
-// to the reducer from backward hooks (tensors the hooks do not see, e.g. on a GPU whose
-// autograd runs on another thread, go in after backward).
-std::unique_ptr<StepBackend> createTrainingBackend(Replica& replica, bool overlap);
+// to the reducer from backward hooks. On a CUDA device, and on the CPU with `backwardThread`
+// (for tests: the GPU's thread hand-over, on a machine without one), backward runs on a helper
+// thread and the hooks hand the gradients over to the training thread (gradient_handoff.h).
+std::unique_ptr<StepBackend> createTrainingBackend(Replica& replica, bool overlap,
+                                                   bool backwardThread = false);
 // The stand-in device: each batch takes batch/imagesPerSecond seconds, without using a core.
 std::unique_ptr<StepBackend> createSimulatedBackend(double imagesPerSecond);
 

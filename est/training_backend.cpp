@@ -4,9 +4,11 @@
 // Overlap (--overlap on): a post-hook on every parameter's gradient accumulator hands the
 // parameter's final gradient of the round's last local EST to the reducer the moment autograd
 // has accumulated it, so the reducer starts a bucket's collective while backward computes the
-// earlier layers. The hooks act only on the training thread: on a GPU, autograd runs them on
-// its device thread, where neither the communicator nor the reducer may be used; those
-// gradients then go in after backward, as without overlap.
+// earlier layers. On a CPU autograd runs the hooks on the training thread, which calls the
+// reducer at once. On a GPU autograd runs them on its device thread while the training thread
+// waits inside backward(): there backward runs on a helper thread and the hooks only queue the
+// gradients, which the training thread hands to the reducer as they come (gradient_handoff.h
+// gives the thread rule).
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
@@ -16,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "est/gradient_handoff.h"
 #include "est/step_backend.h"
 #include "est/step_timers.h"
 
@@ -52,7 +55,8 @@ class GradientReady final : public torch::autograd::FunctionPostHook {
 
 class TrainingBackend final : public StepBackend {
  public:
-  TrainingBackend(Replica& replica, bool overlap) : r_(replica), thread_(std::this_thread::get_id()) {
+  TrainingBackend(Replica& replica, bool overlap, bool backwardThread)
+      : r_(replica), thread_(std::this_thread::get_id()), backwardThread_(backwardThread) {
     if (!overlap) return;
     params_ = r_.model->parameters();
     for (size_t t = 0; t < params_.size(); ++t) {
@@ -69,10 +73,16 @@ class TrainingBackend final : public StepBackend {
     for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hooks_[i]);
   }
 
-  // From GradientReady, on whatever thread autograd runs it.
+  // From GradientReady, on whatever thread autograd runs it. Outside a hand-over only the
+  // training thread may use the reducer; a gradient that reaches no one here goes in with
+  // addContribution after backward.
   void gradientReady(size_t t) {
-    if (!streaming_ || std::this_thread::get_id() != thread_) return;
-    r_.reducer->addGradient(t, params_[t].grad());
+    if (!streaming_) return;
+    if (handingOver_ != nullptr) {
+      handingOver_->push(t, params_[t].grad());
+    } else if (std::this_thread::get_id() == thread_) {
+      r_.reducer->addGradient(t, params_[t].grad());
+    }
   }
 
   bool simulated() const override { return false; }
@@ -91,14 +101,24 @@ class TrainingBackend final : public StepBackend {
     const bool stream = lastLocal && !accumulators_.empty();
     if (stream) r_.reducer->streamContribution();
     streamed_ = stream;
+    GradientHandoff* handoff = stream ? handoffFor(r_.device) : nullptr;
+    handingOver_ = handoff;  // before streaming_ turns true: the hooks' threads read it after
     const auto t0 = Clock::now();
     train::BatchStats stats;
     {
       StreamingScope scope(streaming_, stream);
-      stats = train::forwardBackward(*r_.model, images, labels);
+      if (handoff) {
+        stats = train::forwardBackward(*r_.model, images, labels, [&](const at::Tensor& loss) {
+          handoff->run([&] { loss.backward(); },
+                       [&](size_t t, const at::Tensor& grad) { r_.reducer->addGradient(t, grad); });
+        });
+      } else {
+        stats = train::forwardBackward(*r_.model, images, labels);
+      }
     }
-    backwardEnd_ = Clock::now();
-    computeSeconds += secondsBetween(t0, backwardEnd_);
+    const auto returned = Clock::now();
+    backwardEnd_ = handoff ? handoff->backwardEnd() : returned;
+    computeSeconds += secondsBetween(t0, returned);
     if (logicalRank == 0) buffersOfRankZero_ = cloneAll(r_.model->buffers());
     r_.reducer->addContribution(train::gradients(*r_.model));
     return stats;
@@ -145,8 +165,24 @@ class TrainingBackend final : public StepBackend {
     std::atomic<bool>& flag_;
   };
 
+  // The hand-over for gradients on `device`, when the hooks fire on another thread than this
+  // one: a CUDA device's, or (backwardThread_, for tests) the CPU's. Null: the hooks call the
+  // reducer themselves.
+  GradientHandoff* handoffFor(c10::Device device) {
+    if (!device.is_cuda() && !backwardThread_) return nullptr;
+    if (!handoff_ || handoffDevice_ != device) {
+      handoff_ = std::make_unique<GradientHandoff>(device);
+      handoffDevice_ = device;
+    }
+    return handoff_.get();
+  }
+
   Replica& r_;
   const std::thread::id thread_;  // the training thread
+  const bool backwardThread_;
+  std::unique_ptr<GradientHandoff> handoff_;
+  GradientHandoff* handingOver_ = nullptr;  // this EST's hooks queue to it (null: call the reducer)
+  c10::Device handoffDevice_{c10::kCPU};
   std::vector<at::Tensor> params_;
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
   std::vector<uintptr_t> hooks_;
@@ -164,8 +200,9 @@ torch::autograd::variable_list GradientReady::operator()(const torch::autograd::
 
 }  // namespace
 
-std::unique_ptr<StepBackend> createTrainingBackend(Replica& replica, bool overlap) {
-  return std::make_unique<TrainingBackend>(replica, overlap);
+std::unique_ptr<StepBackend> createTrainingBackend(Replica& replica, bool overlap,
+                                                   bool backwardThread) {
+  return std::make_unique<TrainingBackend>(replica, overlap, backwardThread);
 }
 
 }  // namespace tl::est

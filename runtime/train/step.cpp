@@ -9,12 +9,17 @@
 namespace tl::train {
 
 BatchStats forwardBackward(models::Model& model, const at::Tensor& images, const at::Tensor& labels) {
+  return forwardBackward(model, images, labels, [](const at::Tensor& loss) { loss.backward(); });
+}
+
+BatchStats forwardBackward(models::Model& model, const at::Tensor& images, const at::Tensor& labels,
+                           const std::function<void(const at::Tensor& loss)>& backward) {
   for (auto& p : model.parameters()) {
     if (p.grad().defined()) p.mutable_grad().zero_();
   }
   at::Tensor logits = model.forward(images);
   at::Tensor loss = at::cross_entropy_loss(logits, labels);
-  loss.backward();
+  backward(loss);
   BatchStats s;
   s.samples = labels.size(0);
   s.lossSum = loss.item<double>() * double(s.samples);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct BatchStats {
 // Clears the gradients, runs forward, mean cross-entropy and backward. The model must be in
 // training mode. Leaves the gradients in the parameters' .grad().
 BatchStats forwardBackward(models::Model& model, const at::Tensor& images, const at::Tensor& labels);
+// The same, with backward run by `backward(loss)` instead of loss.backward() on this thread
+// (which it must call, e.g. on another thread, and return once it has returned).
+BatchStats forwardBackward(models::Model& model, const at::Tensor& images, const at::Tensor& labels,
+                           const std::function<void(const at::Tensor& loss)>& backward);
 
 // The parameters' gradients in parameter order; undefined ones become zeros (a parameter a
 // worker did not use still takes part in the reduction, as in DDP).

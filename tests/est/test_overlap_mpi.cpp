@@ -6,22 +6,32 @@
 //    streamed) gives the bits of the unstreamed one, in fp32 and exact mode, and an exact step
 //    whose gradients overflow the speculative scales still asks for a replay, whose streamed
 //    recomputation then gives the unstreamed result;
+//  - the GPU's thread hand-over (GradientHandoff) on CPU: gradients pushed from the thread
+//    running backward reach the reducer on the training thread, which starts a bucket before
+//    backward returns; the bits are those of the unstreamed contribution; errors of either side
+//    come back from run();
 //  - whole jobs: the same params_sha256 with overlap on and off (exact and fp32, one and two
-//    ESTs per process), and with overlap on, buckets start their allreduce while backward runs
-//    (the step metrics say how many).
+//    ESTs per process, and with backward on a helper thread as on a GPU), and with overlap on,
+//    buckets start their allreduce while backward runs (the step metrics say how many).
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <fstream>
+#include <map>
+#include <stdexcept>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "common/check.h"
 #include "dataload/synthetic.h"
 #include "est/executor_builder.h"
+#include "est/gradient_handoff.h"
 #include "runtime/reduce/gradient_reducer.h"
 #include "tests/est/layout_runs.h"
 #include "tests/runtime/comm/mpi_test_world.h"
@@ -168,6 +178,98 @@ TEST(StreamedContribution, ExactMatchesUnstreamedBitsAndStillReplaysAnOverflow) 
   }
 }
 
+// Waits (up to a minute) until `flag` is set; false if it never was.
+bool awaitFlag(const std::atomic<bool>& flag) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (!flag.load()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
+}
+
+// As on a GPU: "backward" runs on the hand-over's helper thread and pushes the last
+// contribution's gradients (not tensor 3, left to addContribution); the training thread hands
+// them to the reducer. Backward does not go on past tensor 4 (alone in bucket 0) until the
+// training thread has consumed it, so bucket 0 must have started before backward returned.
+TEST(GradientHandoff, HandsGradientsToTheTrainingThreadWhileBackwardRuns) {
+  for (Reduction mode : {Reduction::Fp32, Reduction::Exact}) {
+    auto plain = reducer(mode);
+    auto streamed = reducer(mode);
+    auto a = outputs(), b = outputs();
+    GradientHandoff handoff(c10::Device(c10::kCPU));
+    const std::thread::id trainingThread = std::this_thread::get_id();
+    for (int step = 0; step < 2; ++step) {  // exact: the first step sets the scales (a replay)
+      const bool expectDone = mode == Reduction::Fp32 || step == 1;
+      ASSERT_EQ(round(*plain, 2, 1.0f, false, a), expectDone);
+      streamed->beginStep();
+      streamed->addContribution(contribution(0, 1.0f));
+      const auto g = contribution(1, 1.0f);
+      streamed->streamContribution();
+      std::atomic<bool> bucketZeroIn{false}, pushedOnOtherThread{true}, consumedHere{true};
+      std::vector<size_t> consumed;
+      handoff.run(
+          [&] {
+            pushedOnOtherThread = pushedOnOtherThread && std::this_thread::get_id() != trainingThread;
+            ASSERT_TRUE(handoff.push(4, g[4]));
+            ASSERT_TRUE(awaitFlag(bucketZeroIn)) << "the training thread did not take tensor 4";
+            for (size_t t : {2, 1, 0}) ASSERT_TRUE(handoff.push(t, g[t]));
+          },
+          [&](size_t t, const at::Tensor& grad) {
+            consumedHere = consumedHere && std::this_thread::get_id() == trainingThread;
+            streamed->addGradient(t, grad);
+            consumed.push_back(t);
+            if (t == 4) bucketZeroIn = true;
+          });
+      EXPECT_FALSE(handoff.push(3, g[3])) << "a push outside run() was taken";
+      EXPECT_TRUE(pushedOnOtherThread);
+      EXPECT_TRUE(consumedHere);
+      EXPECT_EQ(consumed, (std::vector<size_t>{4, 2, 1, 0}));  // in push order
+      const auto starts = streamed->bucketStartTimes();
+      ASSERT_GT(starts.size(), 2u);
+      EXPECT_NE(starts[0], std::chrono::steady_clock::time_point{});
+      EXPECT_LT(starts[0], handoff.backwardEnd());
+      streamed->addContribution(g);
+      EXPECT_EQ(streamed->finish(b, 2 * int64_t(world().size())), expectDone);
+    }
+    EXPECT_TRUE(same(a, b)) << toString(mode);
+  }
+}
+
+TEST(GradientHandoff, ErrorsOfBackwardAndOfTheConsumerComeBackFromRun) {
+  GradientHandoff handoff(c10::Device(c10::kCPU));
+  const at::Tensor g = at::ones({3});
+  int consumed = 0;
+  EXPECT_THROW(handoff.run(
+                   [&] {
+                     handoff.push(0, g);
+                     throw std::runtime_error("backward failed");
+                   },
+                   [&](size_t, const at::Tensor&) { ++consumed; }),
+               std::runtime_error);
+  EXPECT_EQ(consumed, 1);  // what was pushed before the error was still handed over
+  std::atomic<bool> backwardFinished{false};
+  try {
+    handoff.run(
+        [&] {
+          for (size_t t = 0; t < 3; ++t) handoff.push(t, g);
+          backwardFinished = true;
+        },
+        [&](size_t t, const at::Tensor&) {
+          if (t == 0) throw Error("consumer failed");
+          ADD_FAILURE() << "gradient " << t << " was consumed after the consumer failed";
+        });
+    ADD_FAILURE() << "the consumer's error was lost";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("consumer failed"), std::string::npos);
+  }
+  EXPECT_TRUE(backwardFinished);  // run() returned only after backward
+  // Usable again afterwards.
+  consumed = 0;
+  handoff.run([&] { handoff.push(1, g); }, [&](size_t, const at::Tensor&) { ++consumed; });
+  EXPECT_EQ(consumed, 1);
+}
+
 const std::string& dataDir() {
   static const std::string dir = [] {
     const std::string d = sharedDir("overlap_mpi_data");
@@ -190,13 +292,16 @@ struct JobRun {
   std::vector<nlohmann::json> steps;  // rank 0's step records
 };
 
-JobRun train(const std::string& reduction, int perProcess, bool overlap) {
+JobRun runJob(const std::string& reduction, int perProcess, bool overlap, bool backwardThread) {
   JobConfig job = testing::layoutTestJob(dataDir(), reduction);
   job.steps = 4;
   job.overlap = overlap;
   job.bucketBytes = 64 << 10;  // the CNN's gradients in several buckets
   const std::string metricsPath = sharedDir("overlap_mpi_metrics") + "/metrics.jsonl";
-  auto executor = ExecutorBuilder(job).layout(Placement::withIdleMembers({perProcess, perProcess}), world(), world()).build();
+  auto executor = ExecutorBuilder(job)
+                      .layout(Placement::withIdleMembers({perProcess, perProcess}), world(), world())
+                      .backwardOnHelperThread(backwardThread)
+                      .build();
   train::MetricsLog metrics = world().rank() == 0 ? train::MetricsLog(metricsPath) : train::MetricsLog();
   const train::TrainResult r = executor->run(metrics, nullptr);
   JobRun out{r.paramsSha256, r.replays, {}};
@@ -211,11 +316,21 @@ JobRun train(const std::string& reduction, int perProcess, bool overlap) {
   return out;
 }
 
+// Each job once per test program: several tests compare the same runs.
+const JobRun& train(const std::string& reduction, int perProcess, bool overlap,
+                    bool backwardThread = false) {
+  static std::map<std::tuple<std::string, int, bool, bool>, JobRun> runs;
+  const auto key = std::make_tuple(reduction, perProcess, overlap, backwardThread);
+  auto it = runs.find(key);
+  if (it == runs.end()) it = runs.emplace(key, runJob(reduction, perProcess, overlap, backwardThread)).first;
+  return it->second;
+}
+
 TEST(OverlapJobs, SameBitsWithOverlapOnAndOff) {
   for (const std::string reduction : {"exact", "fp32"}) {
     for (int perProcess : {1, 2}) {
-      const JobRun on = train(reduction, perProcess, true);
-      const JobRun off = train(reduction, perProcess, false);
+      const JobRun& on = train(reduction, perProcess, true);
+      const JobRun& off = train(reduction, perProcess, false);
       ASSERT_EQ(on.sha.size(), 64u);
       EXPECT_EQ(on.sha, off.sha) << reduction << ", " << perProcess << " ESTs per process";
       EXPECT_EQ(on.replays, off.replays);
@@ -227,8 +342,8 @@ TEST(OverlapJobs, SameBitsWithOverlapOnAndOff) {
 }
 
 TEST(OverlapJobs, BucketsStartWhileBackwardRuns) {
-  const JobRun on = train("exact", 2, true);
-  const JobRun off = train("exact", 2, false);
+  const JobRun& on = train("exact", 2, true);
+  const JobRun& off = train("exact", 2, false);
   if (world().rank() != 0) return;
   ASSERT_EQ(on.steps.size(), 4u);
   for (const auto& s : on.steps) {
@@ -241,6 +356,29 @@ TEST(OverlapJobs, BucketsStartWhileBackwardRuns) {
     EXPECT_GT(double(s.at("overlap_lead_s")), 0.0) << s.dump();
   }
   for (const auto& s : off.steps) EXPECT_FALSE(s.contains("overlap_buckets")) << s.dump();
+}
+
+// The GPU's path on the CPU: backward on a helper thread, its hooks (on that thread) handing
+// the gradients over to the training thread, which reduces them while backward runs.
+TEST(OverlapJobs, BackwardOnAHelperThreadGivesTheSameBitsAndStartsBucketsDuringIt) {
+  for (const std::string reduction : {"exact", "fp32"}) {
+    const JobRun& handedOver = train(reduction, 1, true, /*backwardThread=*/true);
+    const JobRun& off = train(reduction, 1, false);
+    ASSERT_EQ(handedOver.sha.size(), 64u);
+    EXPECT_EQ(handedOver.sha, off.sha) << reduction;
+    EXPECT_EQ(handedOver.replays, off.replays) << reduction;
+    if (world().rank() != 0) continue;
+    ASSERT_EQ(handedOver.steps.size(), 4u);
+    int during = 0;
+    for (const auto& s : handedOver.steps) {
+      EXPECT_GT(int(s.at("overlap_buckets")), 1) << s.dump();
+      during += int(s.at("overlap_buckets_during_backward"));
+    }
+    // Bucket 0 is complete after the classifier's backward, long before the convolutions'
+    // backward is done; over four steps some bucket must have started by then (one that did
+    // not in any step would mean the hand-over waits for backward).
+    EXPECT_GT(during, 0) << reduction;
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "runtime/comm/collective_wait.h"
 #include "runtime/comm/nccl/nccl_detail.h"
@@ -42,8 +43,21 @@ ncclRedOp_t reductionOp(ReduceOp op) {
   throw Error(str("unknown ReduceOp ", static_cast<int>(op)));
 }
 
-// Threading: one thread at a time, like every Communicator (NCCL and CUDA would allow more,
-// but the sticky failure state is not synchronised).
+// Threading: one thread at a time, like every Communicator, and its PendingCollectives on that
+// thread too (NCCL forbids concurrent calls on one communicator, and the sticky failure state is
+// not synchronised). With --overlap on a GPU that is the training thread: autograd's device
+// thread only queues gradients (est/gradient_handoff.h).
+//
+// Streams: every collective runs on the communicator's own stream, created non-blocking so that
+// a started allreduce runs beside the kernels that libtorch keeps queueing on the legacy default
+// stream (a blocking stream would be serialised with them). Each call first makes that stream
+// wait for an event recorded on the caller's current stream (waitForProducer), which orders it
+// after the kernels that computed the tensor. A blocking call returns once its stream is idle;
+// a started allreduce records an event after it, which its PendingCollective polls with
+// cudaEventQuery (never blocking a fiber), under the same deadline and NCCL error checks.
+// Tensors: the caller keeps a started allreduce's tensor untouched until its wait(); the
+// PendingCollective also holds a reference, so the caching allocator cannot reuse the memory
+// while the communicator's stream may still write it.
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(ncclComm_t comm, int device, std::unique_ptr<Communicator> ownedBootstrap)
@@ -51,9 +65,8 @@ class NcclCommunicator final : public Communicator {
     TL_CUDA_CHECK(cudaSetDevice(device_));
     TL_NCCL_CHECK(ncclCommUserRank(comm_, &rank_));
     TL_NCCL_CHECK(ncclCommCount(comm_, &size_));
-    // A blocking stream (not cudaStreamNonBlocking): it waits for work queued earlier on the
-    // legacy default stream, where libtorch computed the tensors we are given.
-    TL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamDefault));
+    TL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    TL_CUDA_CHECK(cudaEventCreateWithFlags(&legacyProducerReady_, cudaEventDisableTiming));
     TL_CUDA_CHECK(cudaMalloc(&barrierWord_, sizeof(int)));
     TL_CUDA_CHECK(cudaMemset(barrierWord_, 0, sizeof(int)));
   }
@@ -62,6 +75,11 @@ class NcclCommunicator final : public Communicator {
     cudaSetDevice(device_);
     if (comm_ != nullptr) ncclCommDestroy(comm_);
     if (barrierWord_ != nullptr) cudaFree(barrierWord_);
+    if (torchProducerReady_ != nullptr) {
+      c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)
+          ->destroyEvent(torchProducerReady_, static_cast<c10::DeviceIndex>(device_));
+    }
+    if (legacyProducerReady_ != nullptr) cudaEventDestroy(legacyProducerReady_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -79,6 +97,30 @@ class NcclCommunicator final : public Communicator {
           TL_NCCL_CHECK(ncclAllReduce(data, data, tensor.numel(), type, reductionOp(op), comm_,
                                       stream_));
         });
+  }
+
+  std::unique_ptr<PendingCollective> startAllreduce(at::Tensor& tensor, ReduceOp op,
+                                                    const CollectiveOptions& options) override {
+    enter();
+    checkCudaTensor(tensor, "allreduce", /*mustBeContiguous=*/true);
+    const ncclDataType_t type = reductionType(tensor.scalar_type());
+    const std::chrono::milliseconds timeout = timeoutFor(options);
+    const Clock::time_point deadline = deadlineAfter(timeout);
+    cudaEvent_t done = nullptr;
+    try {
+      TL_CUDA_CHECK(cudaSetDevice(device_));
+      TL_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+      waitForProducer();
+      void* data = tensor.data_ptr();
+      TL_NCCL_CHECK(ncclAllReduce(data, data, tensor.numel(), type, reductionOp(op), comm_, stream_));
+      TL_CUDA_CHECK(cudaEventRecord(done, stream_));
+    } catch (...) {
+      if (done != nullptr) cudaEventDestroy(done);
+      fail();
+      throw;
+    }
+    return std::make_unique<Pending>(*this, tensor, done, deadline, timeout,
+                                     str("allreduce(", toString(op), ", ", describeTensor(tensor), ")"));
   }
 
   // Bytes, not typed elements: broadcast copies, so every dtype works.
@@ -161,40 +203,124 @@ class NcclCommunicator final : public Communicator {
              describeTensor(tensor), ")");
   }
 
-  // Enqueues a collective on our stream and waits for it under the deadline, watching NCCL's
-  // asynchronous errors too. A timeout or error aborts the NCCL communicator, which also stops
-  // its kernels, and fails this communicator for good.
-  void run(const std::function<std::string()>& describe, const CollectiveOptions& options,
-           const std::function<void()>& enqueue) {
-    const std::chrono::milliseconds timeout = timeoutFor(options);
-    const Clock::time_point deadline = deadlineAfter(timeout);
+  // A started allreduce: its completion event, polled on the communicator's thread.
+  class Pending final : public PendingCollective {
+   public:
+    Pending(NcclCommunicator& comm, at::Tensor tensor, cudaEvent_t done, Clock::time_point deadline,
+            std::chrono::milliseconds timeout, std::string description)
+        : comm_(comm), tensor_(std::move(tensor)), done_(done), deadline_(deadline),
+          timeout_(timeout), description_(std::move(description)) {}
+
+    ~Pending() override {
+      if (!finished_ && !comm_.failure_ && cudaEventQuery(done_) != cudaSuccess) {
+        comm_.failWith(std::make_exception_ptr(
+            Error(str("nccl ", description_, " was abandoned before it completed"))));
+      }
+      cudaEventDestroy(done_);
+    }
+
+    bool test() override {
+      if (finished_) return true;
+      enterOrFinish();
+      finished_ = comm_.poll([this] { return cudaEventQuery(done_); }, deadline_, timeout_,
+                             [this] { return description_; });
+      return finished_;
+    }
+
+    void wait() override {
+      if (finished_) return;
+      enterOrFinish();
+      finished_ = true;  // whatever happens next, this handle no longer owns a live operation
+      comm_.await([this] { return cudaEventQuery(done_); }, deadline_, timeout_,
+                  [this] { return description_; });
+    }
+
+   private:
+    // Throws the communicator's sticky failure; the aborted operation is then finished too.
+    void enterOrFinish() {
+      if (comm_.failure_) {
+        finished_ = true;
+        std::rethrow_exception(comm_.failure_);
+      }
+    }
+
+    NcclCommunicator& comm_;
+    at::Tensor tensor_;  // kept allocated while the stream may write it
+    cudaEvent_t done_;
+    Clock::time_point deadline_;
+    std::chrono::milliseconds timeout_;
+    std::string description_;
+    bool finished_ = false;
+  };
+
+  // Makes our stream wait for the work queued so far on the calling thread's current stream of
+  // our device, where libtorch computed the tensors we are given. libtorch's CUDA guard keeps a
+  // cudaEvent_t in its void* event handle; without libtorch's CUDA support (no CUDA tensors
+  // then) the producer is the legacy default stream.
+  void waitForProducer() {
+    if (c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA)) {
+      const auto* guard = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+      const c10::Device device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device_));
+      guard->record(&torchProducerReady_, guard->getStream(device), device.index(),
+                    c10::EventFlag::PYTORCH_DEFAULT);
+      TL_CUDA_CHECK(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(torchProducerReady_), 0));
+    } else {
+      TL_CUDA_CHECK(cudaEventRecord(legacyProducerReady_, cudaStreamLegacy));
+      TL_CUDA_CHECK(cudaStreamWaitEvent(stream_, legacyProducerReady_, 0));
+    }
+  }
+
+  // One look at our work (`query`: cudaStreamQuery or cudaEventQuery): true when it is done,
+  // false while it runs. A CUDA or NCCL asynchronous error, or the deadline passed, aborts the
+  // NCCL communicator, which also stops its kernels, fails this communicator for good and throws.
+  bool poll(const std::function<cudaError_t()>& query, Clock::time_point deadline,
+            std::chrono::milliseconds timeout, const std::function<std::string()>& describe) {
     try {
-      TL_CUDA_CHECK(cudaSetDevice(device_));
-      enqueue();
-      cudaError_t streamState = cudaErrorNotReady;
+      const cudaError_t state = query();
+      if (state == cudaSuccess) return true;
+      if (state != cudaErrorNotReady) throwCudaError(state, "querying the collective's completion", __FILE__, __LINE__);
       ncclResult_t asyncState = ncclSuccess;
-      const bool done = pollUntil(
-          [&] {
-            streamState = cudaStreamQuery(stream_);
-            if (streamState != cudaErrorNotReady) return true;
-            TL_NCCL_CHECK(ncclCommGetAsyncError(comm_, &asyncState));
-            return asyncState != ncclSuccess;
-          },
-          deadline);
-      if (streamState != cudaSuccess && streamState != cudaErrorNotReady)
-        throwCudaError(streamState, "cudaStreamQuery", __FILE__, __LINE__);
+      TL_NCCL_CHECK(ncclCommGetAsyncError(comm_, &asyncState));
       if (asyncState != ncclSuccess)
         throwNcclError(asyncState, "ncclCommGetAsyncError", __FILE__, __LINE__);
-      if (!done)
+      if (Clock::now() >= deadline)
         throw TimeoutError(timeoutMessage("nccl", describe(), rank_, size_, timeout));
+      return false;
     } catch (...) {
       fail();
       throw;
     }
   }
 
-  void fail() {
-    failure_ = std::current_exception();
+  // Polls until the work is done, without blocking other fibers (pollUntil), or throws as poll.
+  void await(const std::function<cudaError_t()>& query, Clock::time_point deadline,
+             std::chrono::milliseconds timeout, const std::function<std::string()>& describe) {
+    if (!pollUntil([&] { return poll(query, deadline, timeout, describe); }, deadline)) {
+      poll(query, deadline, timeout, describe);  // past the deadline: done at the last moment, or throws
+    }
+  }
+
+  // Enqueues a collective on our stream after the caller's producing work, and waits for it
+  // under the deadline (await).
+  void run(const std::function<std::string()>& describe, const CollectiveOptions& options,
+           const std::function<void()>& enqueue) {
+    const std::chrono::milliseconds timeout = timeoutFor(options);
+    const Clock::time_point deadline = deadlineAfter(timeout);
+    try {
+      TL_CUDA_CHECK(cudaSetDevice(device_));
+      waitForProducer();
+      enqueue();
+    } catch (...) {
+      fail();
+      throw;
+    }
+    await([this] { return cudaStreamQuery(stream_); }, deadline, timeout, describe);
+  }
+
+  void fail() { failWith(std::current_exception()); }
+
+  void failWith(std::exception_ptr failure) {
+    failure_ = failure;
     if (comm_ != nullptr) {
       ncclCommAbort(comm_);
       comm_ = nullptr;
@@ -207,6 +333,8 @@ class NcclCommunicator final : public Communicator {
   int size_ = 0;
   cudaStream_t stream_ = nullptr;
   int* barrierWord_ = nullptr;
+  void* torchProducerReady_ = nullptr;        // libtorch's CUDA event (a cudaEvent_t)
+  cudaEvent_t legacyProducerReady_ = nullptr;  // without libtorch's CUDA support
   std::unique_ptr<Communicator> bootstrap_;  // only without ncclCommSplit
   std::exception_ptr failure_;
 };

@@ -1,11 +1,14 @@
 // NCCL backend for CUDA tensors. Built when TL_HAVE_NCCL; bootstraps its unique id through an
 // existing communicator (MPI). Light header: no CUDA or NCCL headers here.
 //
-// Streams: collectives run on the communicator's own CUDA stream, created blocking so that it
-// orders itself after work queued on the legacy default stream (where tl's libtorch kernels
-// run), and every call returns only once its stream is done, so results are ready for any
-// stream. Timeouts: on expiry the NCCL communicator is aborted (ncclCommAbort) and the call,
-// and every later one, throws tl::TimeoutError.
+// Streams: collectives run on the communicator's own non-blocking CUDA stream, which first waits
+// (an event) for the work queued so far on the caller's current stream, where libtorch computed
+// the tensors. A blocking call returns once its stream is done, so results are ready for any
+// stream; startAllreduce returns at once, and its PendingCollective polls an event recorded
+// after the allreduce (test() never blocks; wait() yields to other fibers), so the allreduce
+// runs beside the kernels queued after it (--overlap: backward's). Timeouts: on expiry the NCCL
+// communicator is aborted (ncclCommAbort) and the call, and every later one, throws
+// tl::TimeoutError.
 #pragma once
 
 #include <memory>
