@@ -16,11 +16,21 @@
 
 namespace tl::predict {
 
+// Counts a recorded run keeps beside its metrics (summary.json "usage"): what the analytic
+// calibration reads.
+struct RunCounts {
+  bool recorded = false;
+  double computeBursts = 0, txBursts = 0;
+  double spanSeconds = 0, steps = 0;  // the steady state: first to last step boundary
+  double txBytesPerStep = 0;
+};
+
 // One recorded run: what it was and what it consumed.
 struct Example {
   JobShape shape;
   ModelTrace trace;
   usage::TwelveMetrics measured{};
+  RunCounts observed;
 };
 
 // "cnn", "mlp", "resnet-20": what evaluation holds out.
