@@ -8,7 +8,8 @@
 # also without BatchNorm (a different layer graph of the same depth). tl-launch has no width
 # flag (the mlp's hidden sizes are not a job flag), so widths are not varied. Batch 8, 16 and
 # 32; N = 1, 2, 3; exact and fp32 reduction alternating; one compute thread; 12 steps.
-# 81 runs: about 5 minutes on 2 shared cores (measured 2026-11-26, load average 3-5).
+# 81 runs: 3.5 minutes on 2 shared cores at load average 3, 10 minutes at load average 8
+# (measured 2026-11-26).
 #
 # usage: bench/predict_dataset.sh [BUILD_DIR] [OUT_FILE] [STEPS]
 set -euo pipefail

@@ -55,16 +55,16 @@ usage::TwelveMetrics analyticPrediction(const JobShape& s, const ModelTrace& t, 
     m[0] = 0;  // pauses the sampler cannot see: one burst, the whole run
     m[1] = run;
   } else if (st.share < 1.0 && cal.sliceSeconds > 0) {
-    // Shared cores: compute comes in slices of the scheduler's length; the step's pauses fall
-    // between them, and a pause shorter than a sample is not seen (the sampler's resolution).
-    const double slices = std::max(1.0, st.compute / cal.sliceSeconds);
-    m[0] = std::max(cal.samplePeriodSeconds, pause / slices);
-    m[1] = std::min(st.compute, cal.sliceSeconds);
+    // Shared cores: the scheduler interleaves the processes far finer than the 5 ms sample, so
+    // a sample with any compute is above the threshold; an idle period is seen only when a whole
+    // sample passed without, and it is then one sample long.
+    m[0] = cal.samplePeriodSeconds;
+    m[1] = cal.sliceSeconds;
   } else {
     m[0] = pause;
     m[1] = st.compute;
   }
-  m[2] = st.share;
+  m[2] = st.share < 1.0 && cal.sharedUtilisation > 0 ? cal.sharedUtilisation : st.share;
   m[3] = 0;  // memory: one burst, the whole run
   m[4] = run;
   m[5] = t.processBaseMb +

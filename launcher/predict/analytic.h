@@ -7,7 +7,8 @@
 //    moved in k collective bursts at the communicator's measured rate: T = B / rate + k x latency;
 //  - N processes on c cores each get a share u = min(1, c/N): step S = C/u + T;
 //  - compute runs in one burst per step (the whole run when the pauses are shorter than the
-//    recorder's sample), or in scheduler slices of q seconds when the cores are shared;
+//    recorder's sample), or, when the cores are shared, in bursts of q seconds broken by single
+//    idle samples;
 //  - memory: runtime floor + parameters + gradients + optimizer state + peak activations, held
 //    for the whole run (one burst).
 #pragma once
@@ -45,6 +46,7 @@ struct Calibration {
   double collectivesPerStep = 1;    // traffic bursts per step (gradient buckets, loss, metrics)
   double cores = 0;                 // cores the processes share; 0: one each (no contention)
   double sliceSeconds = 0;          // a compute burst's length when the cores are shared; 0: none
+  double sharedUtilisation = 0;     // utilisation during those bursts; 0: the share of a core
   double samplePeriodSeconds = 0.005;  // pauses shorter than the recorder's sample are not seen
 };
 

@@ -48,19 +48,23 @@ Calibration calibrate(const std::vector<Example>& runs) {
     if (waiting > st.compute) cores.push_back(double(e.shape.processes * e.shape.computeThreads) * st.compute / waiting);
   }
   c.cores = median(cores, 0);
-  // Slices: the compute bursts of runs whose processes outnumber the cores.
-  std::vector<double> slices;
+  // Slices: the compute bursts (and their utilisation) of runs whose processes outnumber the cores.
+  std::vector<double> slices, utilisations;
   for (const Example& e : runs)
-    if (e.observed.recorded && c.cores > 0 && double(e.shape.processes * e.shape.computeThreads) > c.cores)
+    if (e.observed.recorded && c.cores > 0 && double(e.shape.processes * e.shape.computeThreads) > c.cores) {
       slices.push_back(e.measured[1]);
+      utilisations.push_back(e.measured[2]);
+    }
   c.sliceSeconds = median(slices, 0);
+  c.sharedUtilisation = median(utilisations, 0);
   return c;
 }
 
 nlohmann::json toJson(const Calibration& c) {
   return {{"flops_per_s", c.flopsPerSecond},       {"comm_bytes_per_s", c.commBytesPerSecond},
           {"collectives_per_step", c.collectivesPerStep}, {"cores", c.cores},
-          {"slice_s", c.sliceSeconds},             {"sample_period_s", c.samplePeriodSeconds}};
+          {"slice_s", c.sliceSeconds},             {"shared_utilisation", c.sharedUtilisation},
+          {"sample_period_s", c.samplePeriodSeconds}};
 }
 
 Calibration calibrationFromJson(const nlohmann::json& j) {
@@ -71,12 +75,13 @@ Calibration calibrationFromJson(const nlohmann::json& j) {
     c.collectivesPerStep = j.at("collectives_per_step").get<double>();
     c.cores = j.at("cores").get<double>();
     c.sliceSeconds = j.at("slice_s").get<double>();
+    c.sharedUtilisation = j.at("shared_utilisation").get<double>();
     c.samplePeriodSeconds = j.at("sample_period_s").get<double>();
   } catch (const nlohmann::json::exception& e) {
     inputError("calibration: ", e.what());
   }
   TL_REQUIRE(c.flopsPerSecond >= 0 && c.commBytesPerSecond >= 0 && c.collectivesPerStep >= 0 && c.cores >= 0 &&
-                 c.sliceSeconds >= 0 && c.samplePeriodSeconds >= 0,
+                 c.sliceSeconds >= 0 && c.sharedUtilisation >= 0 && c.samplePeriodSeconds >= 0,
              "calibration: a constant is negative");
   return c;
 }

@@ -6,6 +6,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/adam.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -196,6 +197,15 @@ GnnPredictor GnnPredictor::fit(const std::vector<Example>& examples, const GnnOp
   fitStandardisation(nodeRows, p.nodeMean_, p.nodeScale_);
   fitStandardisation(jobRows, p.jobMean_, p.jobScale_);
   fitStandardisation(targetRows, p.targetMean_, p.targetScale_);
+  p.targetLow_.assign(12, 0);
+  p.targetHigh_.assign(12, 0);
+  for (size_t m = 0; m < 12; ++m) {
+    p.targetLow_[m] = p.targetHigh_[m] = targetRows[0][m];
+    for (const auto& y : targetRows) {
+      p.targetLow_[m] = std::min(p.targetLow_[m], double(y[m]));
+      p.targetHigh_[m] = std::max(p.targetHigh_[m], double(y[m]));
+    }
+  }
   const GraphBatch batch = batchOf(graphs, p.nodeMean_, p.nodeScale_);
   const at::Tensor job = standardised(jobRows, p.jobMean_, p.jobScale_);
   const at::Tensor target = standardised(targetRows, p.targetMean_, p.targetScale_);
@@ -231,7 +241,9 @@ usage::TwelveMetrics GnnPredictor::predict(const JobShape& shape, const ModelTra
   usage::TwelveMetrics m{};
   const float* y = out.data_ptr<float>();
   for (size_t k = 0; k < 12; ++k)
-    m[k] = std::max(0.0, std::exp(double(y[k]) * targetScale_[k] + targetMean_[k]) - logFloor(k));
+    m[k] = std::max(0.0, std::exp(std::clamp(double(y[k]) * targetScale_[k] + targetMean_[k], targetLow_[k],
+                                             targetHigh_[k])) -
+                             logFloor(k));
   return m;
 }
 
@@ -253,6 +265,8 @@ nlohmann::json GnnPredictor::toJson() const {
   j["job_scale"] = jobScale_;
   j["target_mean"] = targetMean_;
   j["target_scale"] = targetScale_;
+  j["target_low"] = targetLow_;
+  j["target_high"] = targetHigh_;
   for (const auto& item : net_->named_parameters()) {
     const at::Tensor t = item.value().detach().contiguous();
     j["parameters"][item.key()] = {
@@ -288,6 +302,8 @@ GnnPredictor GnnPredictor::fromJson(const nlohmann::json& j) {
     p.jobScale_ = vec("job_scale", gnnJobFeatureNames().size());
     p.targetMean_ = vec("target_mean", 12);
     p.targetScale_ = vec("target_scale", 12);
+    p.targetLow_ = vec("target_low", 12);
+    p.targetHigh_ = vec("target_high", 12);
     p.net_ = std::make_shared<Net>(p.options_.hidden, p.options_.rounds);
     at::NoGradGuard noGrad;
     for (auto& item : p.net_->named_parameters()) {

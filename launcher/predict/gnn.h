@@ -8,7 +8,8 @@
 //    totals) and fed to a two-layer head with one output per metric. Nothing measured on this
 //    machine goes in (unlike the ridge model's pass time): a dataset gives the same network;
 //  - it is trained on log(metric + floor), standardised, by full-batch Adam from a fixed seed on
-//    one thread, so the same dataset gives the same weights.
+//    one thread, so the same dataset gives the same weights; a prediction is held within the
+//    range of log targets seen in training (tens of graphs do not support extrapolating).
 // Weights and the standardisation are saved as JSON; a loaded model predicts bit-identically.
 #pragma once
 
@@ -24,7 +25,7 @@ namespace tl::predict {
 struct GnnOptions {
   int hidden = 32;
   int rounds = 3;
-  int epochs = 600;
+  int epochs = 200;
   double learningRate = 5e-3;
   double weightDecay = 1e-4;
   uint64_t seed = 15;
@@ -48,6 +49,7 @@ class GnnPredictor {
   GnnOptions options_;
   std::shared_ptr<Net> net_;
   std::vector<double> nodeMean_, nodeScale_, jobMean_, jobScale_, targetMean_, targetScale_;
+  std::vector<double> targetLow_, targetHigh_;  // log targets seen in training: predictions stay inside
   double trainingLoss_ = 0;
 };
 

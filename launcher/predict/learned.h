@@ -1,9 +1,8 @@
-// The learned predictor of tl-predict: per metric, a ridge regression of log(metric) on
-// features of the model's layer graph (size, activation peak, measured pass time, layer counts
-// by kind) and of the job (batch, N, traffic), plus the analytic prediction of the same metric.
-// A small graph network (Driple) was the alternative; on the tens of runs this machine can
-// produce, a regularised linear model on graph-level features is what can be fitted honestly.
-// The evaluation table (bench/predict_eval.sh) shows how it compares.
+// The ridge regression of tl-predict: per metric, a ridge regression of log(metric) on totals
+// of the model's layer graph (size, activation peak, measured pass time, layer counts by kind)
+// and of the job (batch, N, traffic), plus the analytic prediction of the same metric. The
+// graph network (gnn.h) reads the graph itself; the evaluation table (bench/predict_eval.sh)
+// scores both.
 #pragma once
 
 #include <array>

@@ -124,12 +124,18 @@ int runMain(int argc, char** argv) {
   double gbps = shape.bandwidthBytesPerSecond / 1e9;
   addShapeFlags(*app, shape, gbps, learnedPath, json);
   std::string dataset, out, holdout, kind = "gnn";
+  predict::GnnOptions gnn;
   CLI::App* fit = app->add_subcommand("fit", "fit a learned model (and the analytic calibration) on recorded runs");
   fit->add_option("--kind", kind, "gnn (graph network on the layer graph) | ridge (regression on graph totals)")
       ->capture_default_str();
   fit->add_option("--dataset", dataset, "runs recorded by bench/predict_dataset.sh (JSON lines)")->required();
   fit->add_option("--out", out, "where to write the learned model (JSON)")->required();
   CLI::App* evaluate = app->add_subcommand("evaluate", "MAPE per metric on held-out models");
+  for (CLI::App* sub : {fit, evaluate}) {
+    cli::addInt(*sub, "--gnn-hidden", &gnn.hidden, "graph network: width of the node states", 1, 4096);
+    cli::addInt(*sub, "--gnn-rounds", &gnn.rounds, "graph network: rounds of message passing", 0, 64);
+    cli::addInt(*sub, "--gnn-epochs", &gnn.epochs, "graph network: full-batch Adam steps", 1, 1000000);
+  }
   evaluate->add_option("--dataset", dataset, "runs recorded by bench/predict_dataset.sh (JSON lines)")->required();
   evaluate->add_option("--holdout", holdout, "models left out of fitting, e.g. resnet-14,mlp")->required();
   std::string profileName, profileKind, profileGpus = "1,2,4,8";
@@ -143,7 +149,7 @@ int runMain(int argc, char** argv) {
   if (fit->parsed()) {
     TL_REQUIRE(kind == "gnn" || kind == "ridge", "--kind: unknown value '", kind, "' (expected gnn or ridge)");
     const auto runs = predict::readDataset(dataset);
-    nlohmann::json model = kind == "gnn" ? predict::GnnPredictor::fit(runs).toJson()
+    nlohmann::json model = kind == "gnn" ? predict::GnnPredictor::fit(runs, gnn).toJson()
                                          : predict::LearnedPredictor::fit(runs).toJson();
     model["calibration"] = predict::toJson(predict::calibrate(runs));
     writeFileAtomic(out, model.dump(2) + "\n");
@@ -153,7 +159,7 @@ int runMain(int argc, char** argv) {
   if (evaluate->parsed()) {
     const auto held = splitHoldout(holdout);
     const auto runs = predict::readDataset(dataset);
-    const auto errors = predict::evaluateHeldOut(runs, held);
+    const auto errors = predict::evaluateHeldOut(runs, held, gnn);
     std::vector<predict::Example> train;
     for (const auto& e : runs)
       if (!held.count(predict::modelKey(e.shape.model))) train.push_back(e);
