@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# tl-predict's evaluation: MAPE per metric on held-out models for the analytic model, the
-# learned model (fitted on the other models' runs) and the mean of the training runs.
+# tl-predict's evaluation: MAPE per metric on held-out models for the analytic model (calibrated
+# on the other models' runs), the ridge regression and the graph network (fitted on them) and
+# the mean of the training runs.
 # Uses a dataset from bench/predict_dataset.sh (made first when the file is missing).
 #
 # usage: bench/predict_eval.sh [BUILD_DIR] [DATASET] [HOLDOUT]

@@ -30,35 +30,61 @@ double gradientTrafficBytes(const JobShape& s, const ModelTrace& t) {
   return 2.0 * double(n - 1) / double(n) * gradientBytes;
 }
 
-usage::TwelveMetrics analyticPrediction(const JobShape& s, const ModelTrace& t) {
+StepTimes analyticStep(const JobShape& s, const ModelTrace& t, const Calibration& cal) {
   validate(s);
+  StepTimes st;
+  const double flops = 3.0 * double(t.graph.totalFlops()) * double(s.estsPerProcess);  // backward ~ 2x forward
+  st.compute = cal.flopsPerSecond > 0 && flops > 0 ? flops / cal.flopsPerSecond
+                                                   : t.forwardBackwardSeconds * double(s.estsPerProcess);
   const double traffic = gradientTrafficBytes(s, t);
-  const double commSeconds = s.processes > 1 ? traffic / s.bandwidthBytesPerSecond + s.latencySeconds : 0;
-  const double computeSeconds = t.forwardBackwardSeconds * double(s.estsPerProcess);
-  const double stepSeconds = computeSeconds + commSeconds;
+  const double rate = cal.commBytesPerSecond > 0 ? cal.commBytesPerSecond : s.bandwidthBytesPerSecond;
+  st.comm = s.processes > 1 ? traffic / rate + cal.collectivesPerStep * s.latencySeconds : 0;
+  st.share = cal.cores > 0 ? std::min(1.0, cal.cores / double(s.processes * s.computeThreads)) : 1.0;
+  st.step = st.compute / st.share + st.comm;
+  return st;
+}
+
+usage::TwelveMetrics analyticPrediction(const JobShape& s, const ModelTrace& t, const Calibration& cal) {
+  const StepTimes st = analyticStep(s, t, cal);
+  const double run = st.step * double(s.steps);
+  const double pause = st.step - st.compute;  // per step: waiting for the gradients and for a core
   const double slots = s.optimizer == "adam" ? 2.0 : 1.0;
   const double mb = 1024.0 * 1024.0;
-  const double memoryMb = t.processBaseMb +
-                          (double(t.parameterBytes) * (2.0 + slots) + double(t.bufferBytes) +
-                           double(t.activationPeakBytes)) / mb;
-  const double rate = traffic > 0 ? s.bandwidthBytesPerSecond / 1e6 : 0;
   usage::TwelveMetrics m{};
-  m[0] = commSeconds;                        // compute idles while the gradients travel
-  m[1] = computeSeconds;
-  m[2] = 1.0;
-  m[3] = 0;                                  // memory: one burst, the whole run
-  m[4] = stepSeconds * double(s.steps);
-  m[5] = memoryMb;
-  for (int dir = 0; dir < 2; ++dir) {        // TX and RX alike: one burst per step
-    m[6 + 3 * dir] = traffic > 0 ? computeSeconds : 0;
-    m[7 + 3 * dir] = traffic > 0 ? commSeconds : 0;
-    m[8 + 3 * dir] = rate;
+  if (pause < cal.samplePeriodSeconds) {
+    m[0] = 0;  // pauses the sampler cannot see: one burst, the whole run
+    m[1] = run;
+  } else if (st.share < 1.0 && cal.sliceSeconds > 0) {
+    // Shared cores: the scheduler interleaves the processes far finer than the 5 ms sample, so
+    // a sample with any compute is above the threshold; an idle period is seen only when a whole
+    // sample passed without, and it is then one sample long.
+    m[0] = cal.samplePeriodSeconds;
+    m[1] = cal.sliceSeconds;
+  } else {
+    m[0] = pause;
+    m[1] = st.compute;
+  }
+  m[2] = st.share < 1.0 && cal.sharedUtilisation > 0 ? cal.sharedUtilisation : st.share;
+  m[3] = 0;  // memory: one burst, the whole run
+  m[4] = run;
+  m[5] = t.processBaseMb +
+         (double(t.parameterBytes) * (2.0 + slots) + double(t.bufferBytes) + double(t.activationPeakBytes)) / mb;
+  const double traffic = gradientTrafficBytes(s, t);
+  for (int dir = 0; dir < 2; ++dir) {  // TX and RX alike
+    if (traffic <= 0) {
+      m[6 + 3 * dir] = run;  // no traffic: one idle period, the whole run
+      continue;
+    }
+    const double k = std::max(1.0, cal.collectivesPerStep);
+    m[6 + 3 * dir] = (st.step - st.comm) / k;
+    m[7 + 3 * dir] = st.comm / k;
+    m[8 + 3 * dir] = traffic / st.comm / 1e6;
   }
   return m;
 }
 
 nlohmann::json toJson(const JobShape& s) {
-  return {{"model", s.model.arch}, {"depth", s.model.depth}, {"batch", s.batch},
+  return {{"model", s.model.arch}, {"depth", s.model.depth}, {"batchnorm", s.model.batchNorm}, {"batch", s.batch},
           {"processes", s.processes}, {"ests_per_process", s.estsPerProcess}, {"steps", s.steps},
           {"reduction", s.reduction}, {"optimizer", s.optimizer}, {"device", s.device},
           {"bandwidth_gbps", s.bandwidthBytesPerSecond / 1e9}, {"latency_us", s.latencySeconds * 1e6},
@@ -70,6 +96,7 @@ JobShape jobShapeFromJson(const nlohmann::json& j) {
   try {
     s.model.arch = j.at("model").get<std::string>();
     s.model.depth = j.value("depth", 0);
+    s.model.batchNorm = j.value("batchnorm", true);
     s.batch = j.at("batch").get<int64_t>();
     s.processes = j.at("processes").get<int>();
     s.estsPerProcess = j.value("ests_per_process", 1);

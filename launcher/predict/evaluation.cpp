@@ -1,5 +1,6 @@
 #include "launcher/predict/evaluation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
+#include "launcher/predict/calibration.h"
 
 namespace tl::predict {
 
@@ -24,11 +26,20 @@ std::vector<Example> readDataset(const std::string& path, int timedPasses) {
       const auto j = nlohmann::json::parse(line);
       e.shape = jobShapeFromJson(j.at("shape"));
       for (size_t m = 0; m < 12; ++m) e.measured[m] = j.at("measured").at(usage::kMetricNames[m]).get<double>();
+      if (j.contains("observed")) {
+        const auto& o = j.at("observed");
+        e.observed.recorded = true;
+        e.observed.computeBursts = o.at("compute_bursts").get<double>();
+        e.observed.txBursts = o.at("tx_bursts").get<double>();
+        e.observed.spanSeconds = o.at("span_s").get<double>();
+        e.observed.steps = o.at("last_step").get<double>() - o.at("first_step").get<double>();
+        e.observed.txBytesPerStep = o.at("tx_bytes_per_step").get<double>();
+      }
     } catch (const std::exception& ex) {
       inputError("dataset '", path, "' line ", lineNo, ": ", ex.what());
     }
-    const std::string key = modelKey(e.shape.model) + "/" + std::to_string(e.shape.batch) + "/" +
-                            std::to_string(e.shape.computeThreads);
+    const std::string key = modelKey(e.shape.model) + (e.shape.model.batchNorm ? "" : "-nobn") + "/" +
+                            std::to_string(e.shape.batch) + "/" + std::to_string(e.shape.computeThreads);
     auto it = traces.find(key);
     if (it == traces.end()) {
       it = traces.emplace(key, traceModel(e.shape.model, e.shape.batch, e.shape.computeThreads, timedPasses)).first;
@@ -40,31 +51,40 @@ std::vector<Example> readDataset(const std::string& path, int timedPasses) {
   return out;
 }
 
-std::vector<MetricError> evaluateHeldOut(const std::vector<Example>& runs, const std::set<std::string>& heldOut) {
+std::vector<MetricError> evaluateHeldOut(const std::vector<Example>& runs, const std::set<std::string>& heldOut,
+                                         const GnnOptions& gnnOptions) {
   std::vector<Example> train, test;
   for (const Example& e : runs) (heldOut.count(modelKey(e.shape.model)) ? test : train).push_back(e);
   TL_REQUIRE(!test.empty(), "evaluation: no run of the held-out models in the dataset");
   TL_REQUIRE(train.size() >= 2, "evaluation: fewer than 2 runs left to fit on");
-  const LearnedPredictor learned = LearnedPredictor::fit(train);
+  const Calibration calibration = calibrate(train);
+  const LearnedPredictor ridge = LearnedPredictor::fit(train);
+  const GnnPredictor gnn = GnnPredictor::fit(train, gnnOptions);
   std::vector<MetricError> errors(12);
+  std::vector<usage::TwelveMetrics> analytic, ridged, graphed;
+  for (const Example& e : test) {
+    analytic.push_back(analyticPrediction(e.shape, e.trace, calibration));
+    ridged.push_back(ridge.predict(e.shape, e.trace));
+    graphed.push_back(gnn.predict(e.shape, e.trace));
+  }
   for (size_t m = 0; m < 12; ++m) {
     double mean = 0;
     for (const Example& e : train) mean += e.measured[m];
     mean /= double(train.size());
-    for (const Example& e : test) {
-      const double actual = e.measured[m];
+    for (size_t i = 0; i < test.size(); ++i) {
+      const double actual = test[i].measured[m];
       if (actual == 0) continue;  // a percentage of nothing: left out (counted in `samples`)
-      const double a = analyticPrediction(e.shape, e.trace)[m];
-      const double l = learned.predict(e.shape, e.trace)[m];
-      errors[m].analytic += std::fabs(a - actual) / actual;
-      errors[m].learned += std::fabs(l - actual) / actual;
+      errors[m].analytic += std::fabs(analytic[i][m] - actual) / actual;
+      errors[m].ridge += std::fabs(ridged[i][m] - actual) / actual;
+      errors[m].gnn += std::fabs(graphed[i][m] - actual) / actual;
       errors[m].mean += std::fabs(mean - actual) / actual;
       ++errors[m].samples;
     }
     if (errors[m].samples > 0) {
       const double scale = 100.0 / double(errors[m].samples);
       errors[m].analytic *= scale;
-      errors[m].learned *= scale;
+      errors[m].ridge *= scale;
+      errors[m].gnn *= scale;
       errors[m].mean *= scale;
     }
   }
@@ -73,26 +93,28 @@ std::vector<MetricError> evaluateHeldOut(const std::vector<Example>& runs, const
 
 std::string errorTable(const std::vector<MetricError>& errors) {
   std::string out;
-  char row[256];
-  std::snprintf(row, sizeof row, "%-20s %7s %12s %12s %12s  %-9s %s\n", "metric", "runs", "analytic %",
-                "learned %", "mean %", "best", "beats the mean baseline?");
+  char row[320];
+  std::snprintf(row, sizeof row, "%-19s %4s %10s %9s %9s %9s  %-8s %s\n", "metric", "runs", "analytic %", "ridge %",
+                "gnn %", "mean %", "best", "beats the mean baseline?");
   out += row;
   for (size_t m = 0; m < errors.size(); ++m) {
     const MetricError& e = errors[m];
     if (e.samples == 0) {
-      std::snprintf(row, sizeof row, "%-20s %7d %12s %12s %12s  %-9s %s\n", usage::kMetricNames[m], 0, "-", "-",
+      std::snprintf(row, sizeof row, "%-19s %4d %10s %9s %9s %9s  %-8s %s\n", usage::kMetricNames[m], 0, "-", "-", "-",
                     "-", "-", "no held-out run measured a non-zero value");
       out += row;
       continue;
     }
-    const char* best = e.learned <= e.analytic && e.learned <= e.mean ? "learned"
-                       : e.analytic <= e.mean                         ? "analytic"
-                                                                      : "mean";
+    const std::pair<double, const char*> all[] = {{e.mean, "mean"}, {e.gnn, "gnn"}, {e.ridge, "ridge"}, {e.analytic, "analytic"}};  // ties: the baseline
+    const char* best = std::min_element(std::begin(all), std::end(all), [](const auto& a, const auto& b) {
+                         return a.first < b.first;
+                       })->second;
     std::string verdict;
-    verdict += e.learned < e.mean ? "learned: yes" : "learned: NO";
+    verdict += e.gnn < e.mean ? "gnn: yes" : "gnn: NO";
+    verdict += e.ridge < e.mean ? ", ridge: yes" : ", ridge: NO";
     verdict += e.analytic < e.mean ? ", analytic: yes" : ", analytic: NO";
-    std::snprintf(row, sizeof row, "%-20s %7d %12.1f %12.1f %12.1f  %-9s %s\n", usage::kMetricNames[m], e.samples,
-                  e.analytic, e.learned, e.mean, best, verdict.c_str());
+    std::snprintf(row, sizeof row, "%-19s %4d %10.1f %9.1f %9.1f %9.1f  %-8s %s\n", usage::kMetricNames[m], e.samples,
+                  e.analytic, e.ridge, e.gnn, e.mean, best, verdict.c_str());
     out += row;
   }
   return out;

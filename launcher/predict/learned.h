@@ -1,9 +1,8 @@
-// The learned predictor of tl-predict: per metric, a ridge regression of log(metric) on
-// features of the model's layer graph (size, activation peak, measured pass time, layer counts
-// by kind) and of the job (batch, N, traffic), plus the analytic prediction of the same metric.
-// A small graph network (Driple) was the alternative; on the tens of runs this machine can
-// produce, a regularised linear model on graph-level features is what can be fitted honestly.
-// The evaluation table (bench/predict_eval.sh) shows how it compares.
+// The ridge regression of tl-predict: per metric, a ridge regression of log(metric) on totals
+// of the model's layer graph (size, activation peak, measured pass time, layer counts by kind)
+// and of the job (batch, N, traffic), plus the analytic prediction of the same metric. The
+// graph network (gnn.h) reads the graph itself; the evaluation table (bench/predict_eval.sh)
+// scores both.
 #pragma once
 
 #include <array>
@@ -16,11 +15,21 @@
 
 namespace tl::predict {
 
+// Counts a recorded run keeps beside its metrics (summary.json "usage"): what the analytic
+// calibration reads.
+struct RunCounts {
+  bool recorded = false;
+  double computeBursts = 0, txBursts = 0;
+  double spanSeconds = 0, steps = 0;  // the steady state: first to last step boundary
+  double txBytesPerStep = 0;
+};
+
 // One recorded run: what it was and what it consumed.
 struct Example {
   JobShape shape;
   ModelTrace trace;
   usage::TwelveMetrics measured{};
+  RunCounts observed;
 };
 
 // "cnn", "mlp", "resnet-20": what evaluation holds out.

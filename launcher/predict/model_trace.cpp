@@ -126,6 +126,7 @@ ModelTrace traceModel(const models::ModelConfig& config, int64_t batch, int comp
     counter.resetPeak();
     const auto start = std::chrono::steady_clock::now();
     at::Tensor loss = at::cross_entropy_loss(model->forward(images), labels);
+    if (pass == 0) t.graph = layerGraphOf(loss);
     loss.backward();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (pass == 0) continue;  // allocates the gradients, which later passes reuse
@@ -145,7 +146,10 @@ nlohmann::json toJson(const ModelTrace& t) {
           {"forward_backward_s", t.forwardBackwardSeconds},
           {"process_base_mb", t.processBaseMb},
           {"layers", t.layers},
-          {"depth", t.depth}};
+          {"depth", t.depth},
+          {"graph_nodes", t.graph.nodes.size()},
+          {"graph_edges", t.graph.edges.size()},
+          {"forward_flops", t.graph.totalFlops()}};
 }
 
 }  // namespace tl::predict

@@ -20,8 +20,7 @@ std::string simProfileCsv(const JobShape& shape, const ModelTrace& trace, const 
     JobShape s = shape;
     s.processes = int(n);
     s.estsPerProcess = 1;
-    const auto m = analyticPrediction(s, trace);
-    const double stepSeconds = m[0] + m[1];  // compute idle (communication) + compute burst
+    const double stepSeconds = analyticStep(s, trace).step;  // pass + allreduce
     TL_REQUIRE(stepSeconds > 0, "the traced pass took no measurable time: cannot derive a rate");
     char row[256];
     std::snprintf(row, sizeof row, "%s,%s,%lld,%.3f\n", name.c_str(), kind.c_str(), (long long)n,
