@@ -33,10 +33,10 @@
 
 #include "common/check.h"
 #include "common/files.h"
-#include "dataload/tuning/allocator.h"
-#include "dataload/tuning/coordinator_client.h"
-#include "dataload/tuning/ensure_coordinator.h"
-#include "launcher/cli/cli.h"
+#include "coordinator/allocator.h"
+#include "coordinator/coordinator_client.h"
+#include "coordinator/ensure_coordinator.h"
+#include "common/cli/cli.h"
 
 namespace {
 

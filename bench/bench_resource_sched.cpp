@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "launcher/cli/cli.h"
-#include "launcher/sched/resource_sim.h"
+#include "common/cli/cli.h"
+#include "tools/sched/resource_sim.h"
 
 namespace {
 

@@ -13,9 +13,9 @@
 
 #include "common/check.h"
 #include "common/files.h"
-#include "launcher/cli/cli.h"
-#include "launcher/sched/generator.h"
-#include "launcher/sched/report.h"
+#include "common/cli/cli.h"
+#include "tools/sched/generator.h"
+#include "tools/sched/report.h"
 
 namespace {
 

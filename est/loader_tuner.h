@@ -5,7 +5,7 @@
 
 #include <optional>
 
-#include "dataload/tuning/throughput_model.h"
+#include "coordinator/throughput_model.h"
 
 namespace tl::est {
 

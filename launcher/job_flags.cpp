@@ -9,7 +9,7 @@
 
 #include "common/check.h"
 #include "dataload/dataset.h"
-#include "launcher/cli/cli.h"
+#include "common/cli/cli.h"
 #include "runtime/models/model.h"
 #include "runtime/optim/optimizer.h"
 

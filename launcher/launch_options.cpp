@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "common/check.h"
-#include "launcher/cli/cli.h"
+#include "common/cli/cli.h"
 #include "launcher/job_flags.h"
 #include "runtime/comm/nccl/nccl_communicator.h"
 #include "runtime/train/trainer_result.h"

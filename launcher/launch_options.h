@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "est/placement.h"
-#include "launcher/auto_placement_options.h"
+#include "elastic/placement/auto_placement_options.h"
 #include "runtime/job_config.h"
 
 namespace tl::launcher {

@@ -8,7 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/files.h"
-#include "dataload/tuning/unix_socket.h"
+#include "coordinator/unix_socket.h"
 
 namespace tl::launcher {
 

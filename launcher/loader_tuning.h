@@ -6,7 +6,7 @@
 #include <string>
 
 #include "dataload/sample_cache.h"
-#include "dataload/tuning/coordinator_client.h"
+#include "coordinator/coordinator_client.h"
 #include "est/loader_tuner.h"
 #include "runtime/job_config.h"
 

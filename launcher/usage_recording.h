@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "est/executor.h"
-#include "launcher/membership_recorder.h"
+#include "elastic/rescale/membership_recorder.h"
 #include "runtime/job_config.h"
 #include "runtime/train/metrics.h"
 #include "runtime/usage/usage_recorder.h"

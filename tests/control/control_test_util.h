@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "launcher/control/control_server.h"
-#include "launcher/control/tcp.h"
+#include "control/control_server.h"
+#include "control/tcp.h"
 
 namespace tl::control::test_util {
 

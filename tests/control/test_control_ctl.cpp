@@ -7,7 +7,7 @@
 #include <future>
 
 #include "common/files.h"
-#include "launcher/control/control_key.h"
+#include "control/control_key.h"
 #include "tests/control/control_test_util.h"
 #include "tests/support/run_command.h"
 

@@ -10,7 +10,7 @@
 
 #include "common/check.h"
 #include "common/files.h"
-#include "launcher/control/control_key.h"
+#include "control/control_key.h"
 #include "tests/support/run_command.h"
 
 namespace tl::control {

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "common/check.h"
-#include "launcher/control/control_protocol.h"
+#include "control/control_protocol.h"
 
 namespace tl::control {
 namespace {

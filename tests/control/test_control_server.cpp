@@ -13,8 +13,8 @@
 
 #include "common/check.h"
 #include "common/files.h"
-#include "launcher/control/control_client.h"
-#include "launcher/control/control_key.h"
+#include "control/control_client.h"
+#include "control/control_key.h"
 #include "tests/control/control_test_util.h"
 #include "tests/support/run_command.h"
 

@@ -9,7 +9,7 @@
 #include <random>
 
 #include "common/check.h"
-#include "est/planner/placement_planner.h"
+#include "elastic/placement/placement_planner.h"
 
 namespace tl::est {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "common/check.h"
 #include "common/version.h"
-#include "launcher/cli/cli.h"
+#include "common/cli/cli.h"
 
 namespace {
 

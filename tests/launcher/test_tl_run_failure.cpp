@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "launcher/run/supervisor.h"
+#include "tools/run/supervisor.h"
 
 namespace tl::run {
 namespace {

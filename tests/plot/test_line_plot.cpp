@@ -6,8 +6,8 @@
 
 #include "common/check.h"
 #include "common/files.h"
-#include "launcher/plot/csv_columns.h"
-#include "launcher/plot/line_plot.h"
+#include "tools/plot/csv_columns.h"
+#include "tools/plot/line_plot.h"
 #include "tests/profile/png_check.h"
 #include "tests/support/run_command.h"
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
-#include "launcher/predict/evaluation.h"
+#include "tools/predict/evaluation.h"
 
 namespace {
 
@@ -101,8 +101,8 @@ TEST(Evaluation, TableSaysWhenAPredictorDoesNotBeatTheMean) {
 
 }  // namespace
 
-#include "launcher/predict/sim_profile.h"
-#include "launcher/sched/profiles.h"
+#include "tools/predict/sim_profile.h"
+#include "tools/sched/profiles.h"
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
-#include "launcher/predict/calibration.h"
-#include "launcher/predict/evaluation.h"
+#include "tools/predict/calibration.h"
+#include "tools/predict/evaluation.h"
 
 namespace {
 

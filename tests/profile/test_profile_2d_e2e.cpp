@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "launcher/submit/csv.h"
+#include "tools/submit/csv.h"
 #include "tests/profile/png_check.h"
 #include "tests/support/run_command.h"
 

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "launcher/profile/burst.h"
-#include "launcher/profile/profile_fit.h"
-#include "launcher/profile/profile_report.h"
+#include "tools/profile/burst.h"
+#include "tools/profile/profile_fit.h"
+#include "tools/profile/profile_report.h"
 #include "tests/support/run_command.h"
 
 namespace {

@@ -8,9 +8,9 @@
 #include <fstream>
 
 #include "dataload/sample_cache.h"
-#include "launcher/profile/heat_map.h"
-#include "launcher/profile/profile_grid.h"
-#include "launcher/submit/csv.h"
+#include "tools/profile/heat_map.h"
+#include "tools/profile/profile_grid.h"
+#include "tools/submit/csv.h"
 #include "tests/profile/png_check.h"
 #include "tests/support/run_command.h"
 

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "common/check.h"
-#include "launcher/profile/throughput_plot.h"
+#include "tools/profile/throughput_plot.h"
 #include "tests/profile/png_check.h"
 #include "tests/support/run_command.h"
 

@@ -5,9 +5,9 @@
 #include <map>
 
 #include "common/check.h"
-#include "launcher/sched/generator.h"
-#include "launcher/sched/profiles.h"
-#include "launcher/sched/simulator.h"
+#include "tools/sched/generator.h"
+#include "tools/sched/profiles.h"
+#include "tools/sched/simulator.h"
 
 namespace tl::sched {
 namespace {

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "common/check.h"
-#include "launcher/sched/policy.h"
-#include "launcher/sched/simulator.h"
+#include "tools/sched/policy.h"
+#include "tools/sched/simulator.h"
 
 namespace tl::sched {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/check.h"
-#include "launcher/sched/real_plan.h"
+#include "tools/sched/real_plan.h"
 
 namespace tl::sched {
 namespace {

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "common/check.h"
-#include "launcher/sched/profiles.h"
-#include "launcher/sched/trace.h"
+#include "tools/sched/profiles.h"
+#include "tools/sched/trace.h"
 
 namespace tl::sched {
 namespace {

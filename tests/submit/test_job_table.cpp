@@ -6,9 +6,9 @@
 #include <filesystem>
 
 #include "common/check.h"
-#include "launcher/submit/csv.h"
-#include "launcher/submit/job_table.h"
-#include "launcher/submit/mpirun_command.h"
+#include "tools/submit/csv.h"
+#include "tools/submit/job_table.h"
+#include "tools/submit/mpirun_command.h"
 
 namespace {
 

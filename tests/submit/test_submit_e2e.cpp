@@ -5,7 +5,7 @@
 #include <fstream>
 #include <map>
 
-#include "launcher/submit/csv.h"
+#include "tools/submit/csv.h"
 #include "tests/support/run_command.h"
 
 namespace {

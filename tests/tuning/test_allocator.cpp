@@ -6,7 +6,7 @@
 #include <random>
 
 #include "common/check.h"
-#include "dataload/tuning/allocator.h"
+#include "coordinator/allocator.h"
 
 namespace tl::tuning {
 namespace {

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "dataload/tuning/ensure_coordinator.h"
+#include "coordinator/ensure_coordinator.h"
 #include "tests/support/run_command.h"
 #include "tests/tuning/tuning_test_util.h"
 

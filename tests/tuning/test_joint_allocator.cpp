@@ -6,7 +6,7 @@
 #include <random>
 
 #include "common/check.h"
-#include "dataload/tuning/joint_allocator.h"
+#include "coordinator/joint_allocator.h"
 
 namespace tl::tuning {
 namespace {

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "common/check.h"
-#include "dataload/tuning/node_balancer.h"
+#include "coordinator/node_balancer.h"
 #include "tests/tuning/tuning_test_util.h"
 
 namespace tl::tuning {

@@ -8,7 +8,7 @@
 #include <map>
 
 #include "dataload/sample_cache.h"
-#include "dataload/tuning/node_balancer.h"
+#include "coordinator/node_balancer.h"
 
 namespace tl::tuning {
 namespace {

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "common/check.h"
-#include "dataload/tuning/protocol.h"
+#include "coordinator/protocol.h"
 
 namespace tl::tuning {
 namespace {

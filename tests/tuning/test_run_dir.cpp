@@ -12,9 +12,9 @@
 
 #include "common/check.h"
 #include "common/files.h"
-#include "dataload/tuning/coordinator_client.h"
-#include "dataload/tuning/coordinator_server.h"
-#include "dataload/tuning/ensure_coordinator.h"
+#include "coordinator/coordinator_client.h"
+#include "coordinator/coordinator_server.h"
+#include "coordinator/ensure_coordinator.h"
 #include "tests/support/run_command.h"
 #include "tests/tuning/tuning_test_util.h"
 

@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "dataload/tuning/throughput_model.h"
+#include "coordinator/throughput_model.h"
 #include "tests/tuning/tuning_test_util.h"
 
 namespace tl::tuning {

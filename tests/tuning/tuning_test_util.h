@@ -22,9 +22,9 @@
 #include <string>
 #include <thread>
 
-#include "dataload/tuning/protocol.h"
-#include "dataload/tuning/throughput_model.h"
-#include "dataload/tuning/unix_socket.h"
+#include "coordinator/protocol.h"
+#include "coordinator/throughput_model.h"
+#include "coordinator/unix_socket.h"
 
 namespace tl::tuning::test_util {
 

@@ -1,0 +1,208 @@
+#include "elastic/recovery/recovery_guard.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+
+#include "common/check.h"
+#include "common/files.h"
+#include "common/signals.h"
+#include "elastic/job_checkpoint.h"
+
+namespace tl::launcher {
+namespace {
+
+// The exit status of a process that wrote its candidate after SIGTERM (tl-run reads candidates,
+// not statuses; this one just says "ended on purpose" in mpirun's report).
+constexpr int kExitAfterCandidate = 75;
+
+int gWakePipe[2] = {-1, -1};
+// This process left the job (in-place shrink) and only waits for its end: a signal ends it at
+// once, with no copy (it holds no part of the job any more).
+std::atomic<bool> gLeft{false};
+void onTerminate(int) {
+  const char byte = 't';
+  [[maybe_unused]] ssize_t n = ::write(gWakePipe[1], &byte, 1);
+}
+
+double unixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+std::vector<int> ranksNamedByTimeout(const std::string& message) {
+  std::vector<int> ranks;
+  const auto end = message.find(" did not join it");
+  if (end == std::string::npos) return ranks;
+  const std::string who = message.substr(0, end);
+  static const std::regex rank(R"(rank (\d+) \()");
+  for (auto it = std::sregex_iterator(who.begin(), who.end(), rank); it != std::sregex_iterator(); ++it)
+    ranks.push_back(std::stoi((*it)[1]));
+  return ranks;
+}
+
+RecoveryGuard::RecoveryGuard(std::string recoveryDir, est::StepObserver& inner, est::EstExecutor& executor)
+    : inner_(inner) {
+  paths_.dir = std::move(recoveryDir);
+  rank_ = executor.comm().rank();
+  host_ = hostName();
+  config_ = executor.config();
+  // Identified once: a candidate is written while the job is being torn down.
+  data_ = data::identifyData(config_.dataset, config_.dataDir);
+  ensureWritableDir(paths_.candidates(), "recovery directory");
+  if (fileExists(paths_.history())) {
+    try {
+      history_ = nlohmann::json::parse(readFile(paths_.history()));
+    } catch (const nlohmann::json::exception& e) {
+      inputError("recovery history '", paths_.history(), "' is malformed: ", e.what());
+    }
+  }
+}
+
+void RecoveryGuard::leave() {
+  gLeft.store(true);
+  if (watcher_.joinable()) watcher_.detach();  // it touches nothing of this object any more
+}
+
+RecoveryGuard::~RecoveryGuard() {
+  if (watcher_.joinable()) {
+    // The job is over: mpirun's signals end the process as they would without the guard.
+    ::signal(SIGCONT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    const char byte = 'q';
+    [[maybe_unused]] ssize_t n = ::write(gWakePipe[1], &byte, 1);
+    watcher_.join();
+  }
+}
+
+void RecoveryGuard::start(est::EstExecutor& executor) {
+  comm::Communicator& comm = executor.comm();
+  constexpr int kHostBytes = 256;
+  at::Tensor mine = at::zeros({8 + kHostBytes}, at::kByte);
+  const int64_t pid = ::getpid();
+  std::memcpy(mine.data_ptr<uint8_t>(), &pid, 8);
+  std::memcpy(mine.data_ptr<uint8_t>() + 8, host_.data(), std::min<size_t>(host_.size(), kHostBytes - 1));
+  at::Tensor all = comm.allgather(mine).contiguous();
+  const uint8_t* p = all.data_ptr<uint8_t>();
+  for (int r = 0; r < comm.size(); ++r) {
+    const uint8_t* rec = p + int64_t(r) * (8 + kHostBytes);
+    int64_t memberPid;
+    std::memcpy(&memberPid, rec, 8);
+    members_.push_back({{"rank", r}, {"pid", memberPid}, {"host", std::string(reinterpret_cast<const char*>(rec + 8))}});
+  }
+  snapshot(executor);
+}
+
+void RecoveryGuard::snapshot(est::EstExecutor& executor) {
+  // Every member gathers all N contexts: any survivor can write the whole job.
+  est::JobState state = executor.captureState(/*root=*/-1);
+  const std::string placement = executor.placement().toString();
+  std::lock_guard<std::mutex> lock(mutex_);
+  rank_ = executor.comm().rank();  // a layout change may have renumbered the members
+  state_ = std::move(state);
+  placement_ = placement;
+  stateTime_ = unixNow();
+}
+
+est::StepAction RecoveryGuard::afterStep(int64_t stepsDone, est::EstExecutor& executor) {
+  // Before the checkpoint policy and a layout change, so that a rank lost while they run costs
+  // no completed step.
+  completed_.store(stepsDone);
+  snapshot(executor);
+  if (!recorded_) recordRecovery(stepsDone);
+  return inner_.afterStep(stepsDone, executor);
+}
+
+void RecoveryGuard::recordRecovery(int64_t stepsDone) {
+  recorded_ = true;
+  if (sink_) sink_(counts());
+  if (!metrics_ || !history_.contains("failures") || history_["failures"].empty()) return;
+  const nlohmann::json& f = history_["failures"].back();
+  nlohmann::json failure = f;
+  failure["type"] = "failure";
+  metrics_->write(failure);
+  const double failedAt = f.value("failed_at", 0.0);
+  nlohmann::json recovery{{"type", "recovery"},
+                          {"step", stepsDone},
+                          {"resumed_from_step", f.value("boundary_step", int64_t(0))},
+                          {"steps_recomputed", f.value("steps_recomputed", int64_t(0))},
+                          {"processes", f.value("processes_after", 0)},
+                          {"recovery_s", failedAt > 0 ? unixNow() - failedAt : 0.0},
+                          {"restart_to_step_s", unixNow() - f.value("relaunched_at", unixNow())}};
+  metrics_->write(recovery);
+  spdlog::info("recovered from the loss of rank(s) {} in {:.1f} s (first step after it: {})",
+               f.value("lost_ranks", nlohmann::json::array()).dump(), recovery["recovery_s"].get<double>(),
+               stepsDone);
+}
+
+nlohmann::json RecoveryGuard::counts() const {
+  const size_t failures = history_.contains("failures") ? history_["failures"].size() : 0;
+  nlohmann::json c{{"failures", failures},
+                   {"recoveries", failures == 0 ? 0 : (recorded_ ? failures : failures - 1)}};
+  if (failures > 0) c["last_failure"] = history_["failures"].back();
+  return c;
+}
+
+void RecoveryGuard::writeCandidate(const std::string& reason, const std::vector<int>& missingRanks) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (written_ || state_.contexts.empty()) return;
+  written_ = true;
+  const double detectedAt = unixNow();
+  const int rank = rank_.load();
+  try {
+    elastic::JobCheckpoint ck;
+    ck.config = config_;
+    ck.placement = placement_;
+    ck.state = state_;
+    ck.data = data_;
+    // The checkpoint first (atomic), then the info that says it is complete.
+    elastic::writeJobCheckpoint(paths_.candidateDir(rank), ck);
+    nlohmann::json info{{"rank", rank},
+                        {"host", host_},
+                        {"pid", int64_t(::getpid())},
+                        {"step", state_.stepsDone},
+                        {"completed_step", completed_.load()},
+                        {"reason", reason},
+                        {"missing_ranks", missingRanks},
+                        {"members", members_},
+                        {"snapshot_at", stateTime_},
+                        {"detected_at", detectedAt},
+                        {"written_at", unixNow()}};
+    writeFileAtomic(paths_.candidateInfo(rank), info.dump() + "\n");
+    std::fprintf(stderr, "tl-launch: rank %d (%s): %s; wrote the job at step %lld to %s\n", rank,
+                 host_.c_str(), reason.c_str(), (long long)state_.stepsDone, paths_.candidateDir(rank).c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tl-launch: rank %d: could not write its copy of the job: %s\n", rank, e.what());
+  }
+}
+
+void RecoveryGuard::watchTermination() {
+  TL_CHECK(gWakePipe[0] < 0, "one recovery watcher per process");
+  TL_CHECK(::pipe2(gWakePipe, O_CLOEXEC) == 0, "pipe: ", std::strerror(errno));
+  // Open MPI's daemon ends a job by sending SIGCONT (so that stopped processes can take the
+  // next signal), then SIGTERM odls_base_sigkill_timeout seconds later, then SIGKILL as long
+  // again: the copy is written at the first of them.
+  handleSignals({SIGCONT, SIGTERM}, onTerminate);
+  watcher_ = std::thread([this] {
+    char byte = 0;
+    while (::read(gWakePipe[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    if (byte != 't') return;
+    if (gLeft.load()) ::_exit(0);
+    writeCandidate("ended by mpirun (SIGCONT/SIGTERM) after another rank was lost", {});
+    std::fflush(stderr);
+    ::_exit(kExitAfterCandidate);
+  });
+}
+
+}  // namespace tl::launcher

@@ -1,0 +1,90 @@
+// tl-run: a training job that survives lost ranks. `tl-run --np 4 [options] -- <tl-launch flags>`
+// runs `mpirun -np 4 tl-launch <flags>`; when a rank is killed, crashes or hangs, it starts the
+// job again on the processes that remain from the last step boundary, up to --max-restarts
+// times. Exit status: 0 when the job finished; 1 when it was lost once too often or no copy of
+// its state survived (the message names the last good checkpoint); 2 for bad flags.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/check.h"
+#include "common/cli/cli.h"
+#include "tools/run/supervisor.h"
+
+namespace {
+
+constexpr const char* kProgram = "tl-run";
+
+std::vector<tl::run::HostSlots> parseHosts(const std::string& text) {
+  std::vector<tl::run::HostSlots> hosts;
+  if (text.empty()) return hosts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    TL_REQUIRE(!item.empty(), "--hosts: empty host in '", text, "'");
+    tl::run::HostSlots h;
+    const size_t colon = item.find(':');
+    h.host = item.substr(0, colon);
+    TL_REQUIRE(!h.host.empty(), "--hosts: a host without a name in '", text, "'");
+    if (colon != std::string::npos) h.slots = int(tl::cli::parseInt(item.substr(colon + 1), "--hosts slots of " + h.host));
+    TL_REQUIRE(h.slots >= 1, "--hosts: ", h.host, " needs at least 1 slot, got ", h.slots);
+    hosts.push_back(h);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return hosts;
+}
+
+// tl-launch next to this executable.
+std::string siblingLaunch() {
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
+  return (self.parent_path() / "tl-launch").string();
+}
+
+int run(int argc, char** argv) {
+  std::vector<std::string> own, job;
+  bool split = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!split && std::string(argv[i]) == "--") {
+      split = true;
+      continue;
+    }
+    (split ? job : own).push_back(argv[i]);
+  }
+  tl::run::SupervisorOptions o;
+  o.launch = siblingLaunch();
+  std::string hosts, mpirunArgs;
+  auto app = tl::cli::makeApp(
+      kProgram,
+      "Runs a tl-launch job under mpirun and keeps it going when a rank is lost: killed, crashed,\n"
+      "or hung for --hang-timeout seconds. The survivors write the job at the last step boundary;\n"
+      "tl-run starts it again on the processes that remain (hosts that were lost are left out),\n"
+      "with the same N logical workers, global batch and bits.\n"
+      "Usage: tl-run --np P [options] -- <tl-launch flags, --output-dir required>");
+  tl::cli::addInt(*app, "--np", &o.processes, "processes of the first launch", 1, 65536)->required();
+  tl::cli::addInt(*app, "--max-restarts", &o.maxRestarts, "lost launches survived; one more ends with an error", 0, 1000);
+  tl::cli::addDouble(*app, "--hang-timeout", &o.hangTimeoutSeconds,
+                     "seconds a collective waits for a rank before the rank counts as lost", 0.5, 86400);
+  tl::cli::addDouble(*app, "--kill-grace", &o.killGraceSeconds,
+                     "seconds survivors have to write their copy of the job before mpirun kills them", 5, 3600);
+  app->add_option("--hosts", hosts, "host:slots,... for mpirun --host; lost hosts are left out of restarts");
+  app->add_option("--mpirun", o.mpirun, "the mpirun to use")->capture_default_str();
+  app->add_option("--mpirun-args", mpirunArgs, "more mpirun arguments, e.g. \"--oversubscribe\"");
+  app->add_option("--launch", o.launch, "the tl-launch to run")->capture_default_str();
+  if (!tl::cli::parse(*app, own)) return tl::cli::kExitOk;
+  TL_REQUIRE(split, "give the job's tl-launch flags after '--' (see tl-run --help)");
+  o.hosts = parseHosts(hosts);
+  o.mpirunArgs = tl::cli::splitBlanks(mpirunArgs);
+  o.launchArgs = job;
+  return tl::run::supervise(o);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tl::cli::run(kProgram, [&] { return run(argc, argv); });
+}

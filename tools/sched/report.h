@@ -1,0 +1,33 @@
+// tl-sim's outputs: a CSV per job and policy, the summary CSV, the table, and PNG plots drawn
+// with cairo (as tl-profile's): JCT CDF per policy, GPUs allocated over time, mean JCT bars.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tools/sched/simulator.h"
+
+namespace tl::sched {
+
+std::string jobsCsv(const SimResult& result);
+std::string summaryCsv(const std::vector<SimSummary>& summaries, double rescaleCost);
+// A fixed-width table, one row per policy, with the ratio of each mean JCT to the first row's.
+std::string summaryTable(const std::vector<SimSummary>& summaries);
+
+struct PolicyRun {
+  std::string policy;
+  const SimResult* result;
+};
+// PNG file bytes.
+std::string jctCdfPng(const std::vector<PolicyRun>& runs, int width = 800, int height = 500);
+std::string allocationPng(const std::vector<PolicyRun>& runs, int totalGpus, int width = 800,
+                          int height = 500);
+std::string meanJctBarsPng(const std::vector<PolicyRun>& runs, int width = 800, int height = 500);
+
+// The colour each policy is drawn in (by its position in policyNames(); others grey).
+struct Rgb {
+  unsigned char r, g, b;
+};
+Rgb policyColour(const std::string& policy);
+
+}  // namespace tl::sched
