@@ -40,4 +40,7 @@ const std::vector<LaunchFlag>& launchFlags();
 // The flag named `name` (without --); nullptr if there is none.
 const LaunchFlag* findLaunchFlag(const std::string& name);
 
+// The --placement auto and --emulate-* flags (launcher/auto_placement_flags.cpp), for the table.
+void addAutoPlacementFlags(std::vector<LaunchFlag>& table);
+
 }  // namespace tl::launcher

@@ -16,7 +16,7 @@ namespace tl::launcher {
 struct LaunchOptions {
   JobConfig job;                   // logicalWorkers 0: one per process (DDP mode)
   std::vector<int64_t> placement;  // empty: spread evenly in rank order
-  AutoPlacementOptions autoPlacement;  // --placement auto, --emulate-*: launcher/auto_placement.h
+  elastic::AutoPlacementOptions autoPlacement;  // --placement auto, --emulate-*: elastic/placement/auto_placement.h
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
   int64_t stopAtStep = 0;

@@ -226,7 +226,7 @@ int runJoined(comm::ParentLink& lead) {
   launcher::UsageRecording recording(*usageRecorder, metrics, /*startedByGrow=*/true);
   joined->membership.recorder = &recording;
   launcher::ElasticController controller(joined->membership, policy, settings, nullptr);
-  launcher::AutoPlacer placer(joined->offer.autoPlacement, nullptr);
+  elastic::AutoPlacer placer(joined->offer.autoPlacement, nullptr);
   controller.setAutoPlacer(&placer);
   controller.apply(joined->command, *joined->executor, &lead);
   joined->retired.clear();
@@ -350,7 +350,7 @@ int runLaunch(int argc, char** argv) {
   settings.joinTimeoutSeconds = options.joinTimeoutSeconds;
   settings.offer = offer;
   launcher::ElasticController controller(membership, policy, settings, lead ? &metrics : nullptr);
-  launcher::AutoPlacer placer(options.autoPlacement, lead ? &metrics : nullptr);
+  elastic::AutoPlacer placer(options.autoPlacement, lead ? &metrics : nullptr);
   controller.setAutoPlacer(&placer);
   executor->setEmulatedSlowdown(options.autoPlacement.slowdownFor(membership.host->rank(), executor->stepsDone()));
   controller.startControl(*executor);

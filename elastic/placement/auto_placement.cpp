@@ -8,9 +8,9 @@
 
 #include "common/check.h"
 #include "elastic/placement/placement_planner.h"
-#include "elastic/rescale/layout_text.h"
+#include "elastic/placement/layout_text.h"
 
-namespace tl::launcher {
+namespace tl::elastic {
 namespace {
 
 double median(std::vector<double> v) {
@@ -152,4 +152,4 @@ void AutoPlacer::addToSummary(nlohmann::json& summary) const {
   if (options_.emulated()) summary["emulation"] = toJson(options_);
 }
 
-}  // namespace tl::launcher
+}  // namespace tl::elastic

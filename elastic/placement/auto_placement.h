@@ -25,7 +25,7 @@
 #include "elastic/placement/auto_placement_options.h"
 #include "runtime/train/metrics.h"
 
-namespace tl::launcher {
+namespace tl::elastic {
 
 class AutoPlacer {
  public:
@@ -64,4 +64,4 @@ class AutoPlacer {
   nlohmann::json last_ = nlohmann::json::object();
 };
 
-}  // namespace tl::launcher
+}  // namespace tl::elastic

@@ -1,5 +1,5 @@
 // --placement auto and the speed emulation flags: what a launch asks of the automatic EST
-// placement (launcher/auto_placement.h). Run settings only: none of them changes a bit.
+// placement (elastic/placement/auto_placement.h). Run settings only: none of them changes a bit.
 #pragma once
 
 #include <cstdint>
@@ -7,9 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace tl::launcher {
-
-struct LaunchFlag;
+namespace tl::elastic {
 
 struct AutoPlacementOptions {
   bool enabled = false;          // --placement auto
@@ -38,7 +36,4 @@ struct AutoPlacementOptions {
 nlohmann::json toJson(const AutoPlacementOptions& o);
 AutoPlacementOptions autoPlacementFromJson(const nlohmann::json& j);
 
-// The flags of this file, for tl-launch's table (launcher/job_flags.cpp).
-void addAutoPlacementFlags(std::vector<LaunchFlag>& table);
-
-}  // namespace tl::launcher
+}  // namespace tl::elastic

@@ -15,7 +15,7 @@
 
 #include "common/check.h"
 #include "est/executor_builder.h"
-#include "elastic/rescale/layout_text.h"
+#include "elastic/placement/layout_text.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
 #include "runtime/comm/nccl/nccl_communicator.h"
 
@@ -24,6 +24,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
+using elastic::countsOf;
+using elastic::joinInts;
 
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -93,7 +95,7 @@ JoinOffer joinOfferFromJson(const json& j) {
   o.checkpointEvery = j.at("checkpoint_every").get<int64_t>();
   o.stopAtStep = j.at("stop_at_step").get<int64_t>();
   o.recoveryDir = j.value("recovery_dir", std::string());
-  o.autoPlacement = autoPlacementFromJson(j.at("auto_placement"));
+  o.autoPlacement = elastic::autoPlacementFromJson(j.at("auto_placement"));
   return o;
 }
 

@@ -56,7 +56,7 @@ struct JoinOffer {
   int64_t checkpointEvery = 0;
   int64_t stopAtStep = 0;
   std::string recoveryDir;  // tl-run's: the job keeps a copy of itself for recovery (recovery_guard.h)
-  AutoPlacementOptions autoPlacement;  // every member takes part in its measurements
+  elastic::AutoPlacementOptions autoPlacement;  // every member takes part in its measurements
 };
 nlohmann::json toJson(const JoinOffer& offer);
 JoinOffer joinOfferFromJson(const nlohmann::json& json);
@@ -107,9 +107,9 @@ class ElasticController final : public est::StepObserver {
   // Adds `key` to what `tl-ctl status` shows (lead; e.g. the failures a recovery survived).
   void annotateStatus(const std::string& key, nlohmann::json value);
   // --placement auto / --emulate-*: consulted at every boundary, before the lead's broadcast;
-  // its moves are placement changes like tl-ctl's (launcher/auto_placement.h).
-  void setAutoPlacer(AutoPlacer* placer) { autoPlacer_ = placer; }
-  AutoPlacer* autoPlacer() const { return autoPlacer_; }
+  // its moves are placement changes like tl-ctl's (elastic/placement/auto_placement.h).
+  void setAutoPlacer(elastic::AutoPlacer* placer) { autoPlacer_ = placer; }
+  elastic::AutoPlacer* autoPlacer() const { return autoPlacer_; }
   double maxPauseSeconds() const { return maxPause_; }
   // The job is over: answers what is still waiting (and stops started processes).
   void finish(const std::string& why);
@@ -131,7 +131,7 @@ class ElasticController final : public est::StepObserver {
   elastic::CheckpointPolicy& policy_;
   ElasticSettings settings_;
   train::MetricsLog* metrics_;
-  AutoPlacer* autoPlacer_ = nullptr;
+  elastic::AutoPlacer* autoPlacer_ = nullptr;
   std::unique_ptr<control::ControlServer> server_;
   std::unique_ptr<Pending> pending_;  // the request being carried out (lead)
   std::deque<std::unique_ptr<Pending>> queue_;  // the ones after it, in arrival order (lead)

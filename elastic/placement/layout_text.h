@@ -1,4 +1,4 @@
-// Placements as the launcher shows and compares them: "2,1,1", and the ESTs per member.
+// Placements as tl shows and compares them: "2,1,1", and the ESTs per member.
 #pragma once
 
 #include <string>
@@ -6,7 +6,7 @@
 
 #include "est/placement.h"
 
-namespace tl::launcher {
+namespace tl::elastic {
 
 inline std::string joinInts(const std::vector<int>& v) {
   std::string s;
@@ -20,4 +20,4 @@ inline std::vector<int> countsOf(const est::Placement& p) {
   return c;
 }
 
-}  // namespace tl::launcher
+}  // namespace tl::elastic
