@@ -61,7 +61,7 @@ class SampleCache {
   // After a miss: the `size` bytes just read from storage for `index`, which took
   // `readSeconds`. Counts them as read from storage and admits them if they fit in what is
   // left of the budget. (The read time gives the storage speed the memory dimension of
-  // tl-profile and the coordinator's cache split rely on: launcher/profile, tuning/cache_model.h.)
+  // tl-profile and the coordinator's cache split rely on: tools/profile, coordinator/cache_model.h.)
   void offer(int64_t index, const uint8_t* bytes, int64_t size, double readSeconds = 0);
 
   // Changes the budget live. Shrinking evicts the latest admitted samples until the used bytes

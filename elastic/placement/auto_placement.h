@@ -7,7 +7,7 @@
 // placement, one allgather of each member's measurement (compute seconds per EST in the step
 // just done, forward + backward without communication; bytes one more EST holds). The lead
 // keeps the measurements of the current layout and, every `window` steps, plans
-// (est/planner/placement_planner.h) and decides; its decision travels in the controller's
+// (elastic/placement/placement_planner.h) and decides; its decision travels in the controller's
 // broadcast like a tl-ctl placement request.
 //
 // Threading: the training thread; statusJson() from the control server's thread.

@@ -1,5 +1,5 @@
 // What resource recording (launcher/usage_recording.h) needs from an in-place rescale
-// (launcher/elastic_job.h), without the rescale knowing about recording: the communicators the
+// (elastic/rescale/elastic_job.h), without the rescale knowing about recording: the communicators the
 // executor is given are the recorder's views of the raw ones (counting their traffic), and the
 // members that leave hand their figures to the lead before they go.
 #pragma once

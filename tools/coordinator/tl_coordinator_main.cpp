@@ -1,4 +1,4 @@
-// tl-coordinator: the per-node loader-worker coordinator (dataload/tuning/coordinator_server.h).
+// tl-coordinator: the per-node loader-worker coordinator (coordinator/coordinator_server.h).
 // Usually started on demand by the first job on the node (ensureCoordinator); it exits by
 // itself once no job has been connected for --idle-exit-seconds. SIGTERM or SIGINT: stop now.
 //

@@ -1,5 +1,5 @@
 // tl-report: the PNG plots of tl's reports (bench/consistency, bench/study) from CSV files,
-// drawn with tl's cairo plotting (launcher/plot). Torch-free.
+// drawn with tl's cairo plotting (tools/plot). Torch-free.
 #include <algorithm>
 #include <cstdio>
 

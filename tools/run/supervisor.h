@@ -1,6 +1,6 @@
 // tl-run: runs `mpirun ... tl-launch ...` and, when a rank is lost (killed, crashed, hung), starts
 // it again on the processes that remain from the copy of the job the survivors wrote
-// (launcher/recovery/recovery_guard.h), keeping N, the global batch and the bits. Torch-free.
+// (elastic/recovery/recovery_guard.h), keeping N, the global batch and the bits. Torch-free.
 // docs/design.md ("Surviving a lost rank").
 #pragma once
 

@@ -20,7 +20,7 @@ class ProfileSet {
  public:
   // Parses a profile file's text; InputError "<source>:<line>: ..." for a bad row.
   static ProfileSet parse(const std::string& text, const std::string& source);
-  // The profiles shipped with tl (launcher/sched/profiles/default.csv, compiled in).
+  // The profiles shipped with tl (tools/sched/profiles/default.csv, compiled in).
   static ProfileSet builtin();
 
   bool has(const std::string& model, const std::string& kind) const;
@@ -35,7 +35,7 @@ class ProfileSet {
 };
 
 // A job's samples/s on an allocation (GPUs per cluster kind), with its ESTs placed by tl's
-// planner rule (est/planner: integer ESTs per device minimising the slowest device's time).
+// planner rule (elastic/placement: integer ESTs per device minimising the slowest device's time).
 // Every device of kind k computes at rate(model, k, n_total) / n_total samples/s: the job's
 // scaling efficiency is that of its total size. Devices may be left without ESTs when that is
 // faster. Results are cached: policies ask the same questions many times.

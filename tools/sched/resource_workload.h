@@ -1,7 +1,7 @@
 // Jobs that need more than GPUs: each has a loader (CPU cores) and a dataset cache (memory),
 // and its throughput depends on both as measured by tl-profile --cache-mb: the worker model
 // rate(c) = min(C, c / (a*c + b)) over its loader cores c, with b moved by the cache budget
-// (dataload/tuning/cache_model.h). Synergy's mix: CPU-hungry jobs (heavy augmentation: many
+// (coordinator/cache_model.h). Synergy's mix: CPU-hungry jobs (heavy augmentation: many
 // cores per GPU), memory-hungry jobs (slow storage: each miss costs a worker a long read) and
 // insensitive ones (a slow model: one core per GPU and no cache keep up). Torch-free.
 #pragma once

@@ -1,4 +1,4 @@
-// Where tl-submit meets the node coordinator (dataload/tuning): a job with workers=auto gets
+// Where tl-submit meets the node coordinator (coordinator/): a job with workers=auto gets
 // its loader pool sized by the coordinator, so the coordinator must be running first.
 #pragma once
 

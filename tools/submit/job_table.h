@@ -2,7 +2,7 @@
 //
 // Required columns: arch, depth, batch, workers, output_folder, port, submit_interval,
 // cuda_device. Optional: name, processes, logical_workers, dataset, data_dir, steps, epochs,
-// device, lr, seed, extra. launcher/submit/README.md says what each means.
+// device, lr, seed, extra. tools/submit/README.md says what each means.
 #pragma once
 
 #include <string>
