@@ -134,17 +134,28 @@ std::vector<JobSpec> generateTrace(const GeneratorOptions& o, const ProfileSet& 
     j.work = duration * profiles.rate(j.model, o.referenceKind, j.requestGpus);
     jobs.push_back(j);
   }
-  if (o.targetLoad > 0) {
+  if (o.targetLoad > 0 || o.arrivalLoad > 0) {
     TL_REQUIRE(!o.loadKinds.empty(), "generator: a target load needs the cluster's GPU kinds");
     const std::string& m = o.models[0];
     double capacity = 0;
     for (const auto& k : o.loadKinds)
       capacity += k.count * profiles.rate(m, k.name, 1) / profiles.rate(m, o.referenceKind, 1);
-    double gpuSeconds = 0;
-    for (const auto& j : jobs)
-      gpuSeconds += j.requestGpus * j.work / profiles.rate(j.model, o.referenceKind, j.requestGpus);
-    const double scale = o.targetLoad * capacity * o.spanSeconds / gpuSeconds;
-    for (auto& j : jobs) j.work *= scale;
+    const auto gpuSeconds = [&] {
+      double sum = 0;
+      for (const auto& j : jobs)
+        sum += j.requestGpus * j.work / profiles.rate(j.model, o.referenceKind, j.requestGpus);
+      return sum;
+    };
+    if (o.targetLoad > 0) {
+      const double scale = o.targetLoad * capacity * o.spanSeconds / gpuSeconds();
+      for (auto& j : jobs) j.work *= scale;
+    }
+    if (o.arrivalLoad > 0) {
+      const double window = jobs.back().arrival;
+      TL_REQUIRE(window > 0, "generator: an arrival load needs arrivals after time 0");
+      const double scale = gpuSeconds() / (o.arrivalLoad * capacity * window);
+      for (auto& j : jobs) j.arrival *= scale;
+    }
   }
   return jobs;
 }

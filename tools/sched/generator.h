@@ -38,6 +38,12 @@ struct GeneratorOptions {
   // fix the realised load instead of hoping for it.
   double targetLoad = 0;
   std::vector<GpuKind> loadKinds;
+  // > 0: after the durations are fixed (targetLoad above), the arrival times are scaled, so the
+  // arrival *rate* changes and no duration does, to make the offered load over the arrival
+  // window [0, last arrival] this value: GPU-time of the jobs (request x duration on the
+  // reference kind) / (capacity of `loadKinds` in reference-kind GPUs x last arrival). With a
+  // fixed count of jobs every job arrives inside that window, so the realised load is exact.
+  double arrivalLoad = 0;
   uint64_t seed = 1;
 };
 
@@ -50,7 +56,7 @@ struct Preset {
 // "pollux": 160 jobs over 8 h on 64 GPUs of one kind; "easyscale": 70 jobs over 80 min on
 // 32 + 16 + 16 GPUs of three kinds; "large": 10,000 jobs over 72 h on 1000 GPUs of three
 // kinds (bursty, CV 15). Each at an offered load of 1 (see targetLoad), durations capped at
-// twice the span (100 h for large).
+// twice the span (100 h for large); arrivalLoad (tl-sim --load) then rescales the arrivals.
 Preset preset(const std::string& name);
 const std::vector<std::string>& presetNames();
 
