@@ -38,11 +38,12 @@ struct GeneratorOptions {
   // fix the realised load instead of hoping for it.
   double targetLoad = 0;
   std::vector<GpuKind> loadKinds;
-  // > 0: after the durations are fixed (targetLoad above), the arrival times are scaled, so the
-  // arrival *rate* changes and no duration does, to make the offered load over the arrival
-  // window [0, last arrival] this value: GPU-time of the jobs (request x duration on the
-  // reference kind) / (capacity of `loadKinds` in reference-kind GPUs x last arrival). With a
-  // fixed count of jobs every job arrives inside that window, so the realised load is exact.
+  // > 0 (tl-sim --load): the arrival rate is this many times the preset's, jobs x arrivalLoad
+  // jobs over the span with durations drawn alike; then, as targetLoad does for the presets,
+  // the sample's durations are scaled so that its offered load over the arrival window
+  // [0, last arrival] is exactly this value: GPU-time of the jobs (request x duration on the
+  // reference kind) / (capacity of `loadKinds` in reference-kind GPUs x last arrival). The
+  // scale corrects the sample's noise; it does not grow with the load.
   double arrivalLoad = 0;
   uint64_t seed = 1;
 };

@@ -53,8 +53,9 @@ int runSim(int argc, char** argv) {
                  "seconds a job's first start takes before it progresses", 0, 1e6);
   cli::addInt(*app, "--seed", &seed, "generator seed (presets)", 0);
   cli::addDouble(*app, "--load", &load,
-                 "with --preset: scale the arrival rate (durations kept) to this offered load over "
-                 "the arrival window: GPU-time / (capacity x last arrival)",
+                 "with --preset: L times the preset's arrival rate (jobs x L over its span, "
+                 "durations drawn alike), offered load over the arrival window "
+                 "GPU-time / (capacity x last arrival) = L",
                  0.01, 100);
   cli::addInt(*app, "--jobs", &jobs, "with --preset: this many jobs instead of the preset's", 1, 10000000);
   app->add_option("--out", out, "output folder (required)");
