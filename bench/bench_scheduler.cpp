@@ -12,10 +12,10 @@
 #include <map>
 #include <string>
 
-#include "common/check.h"
-#include "common/files.h"
-#include "common/cli/cli.h"
 #include "bench/scheduler_sweep.h"
+#include "common/check.h"
+#include "common/cli/cli.h"
+#include "common/files.h"
 #include "tools/sched/generator.h"
 #include "tools/sched/report.h"
 
@@ -34,8 +34,9 @@ int runBench(int argc, char** argv) {
   tl::cli::addDouble(*app, "--restart-pause", &restart, "tl's checkpoint-restart pause (s)", 0);
   tl::cli::addInt(*app, "--seed", &seed, "generator seed", 0);
   app->add_option("--out", out, "folder for the plots and CSVs")->capture_default_str();
-  app->add_flag("--sweep", sweep,
-                "instead: every policy at offered loads 0.5..2.0 (load_sweep.csv, load_sweep_*.png)");
+  app->add_flag(
+      "--sweep", sweep,
+      "instead: every policy at offered loads 0.5..2.0 (load_sweep.csv, load_sweep_*.png)");
   tl::cli::addInt(*app, "--seeds", &seeds, "with --sweep: seeds per point", 1, 100);
   app->add_flag("--no-large", noLarge, "with --sweep: skip the large preset");
   if (!tl::cli::parse(*app, argc, argv)) return 0;

@@ -67,7 +67,9 @@ void runTrace(const Preset& p, const std::vector<JobSpec>& trace, const std::str
   }
 }
 
-std::string spread(const Stat& s) { return fixed(s.mean(), 2) + " (" + fixed(s.lo(), 2) + "-" + fixed(s.hi(), 2) + ")"; }
+std::string spread(const Stat& s) {
+  return fixed(s.mean(), 2) + " (" + fixed(s.lo(), 2) + "-" + fixed(s.hi(), 2) + ")";
+}
 
 }  // namespace
 
@@ -126,10 +128,11 @@ void runLoadSweep(const SweepOptions& o) {
       for (const auto& [label, cost] : costs) {
         const std::vector<double> at = name == "large" ? std::vector<double>{o.largeLoad} : loads;
         if (!cells.count({name, grow, label, at[0], "yarn-cs"})) continue;
-        std::printf("\n%s, max = %s, rescale cost %s %.1f s: mean JCT yarn-cs/policy, las/policy, "
-                    "queueing share of JCT (mean over %d seed(s), min-max)\n",
-                    name.c_str(), grow == 1 ? "request" : "4x request", label.c_str(), cost,
-                    name == "large" ? 1 : o.seeds);
+        std::printf(
+            "\n%s, max = %s, rescale cost %s %.1f s: mean JCT yarn-cs/policy, las/policy, "
+            "queueing share of JCT (mean over %d seed(s), min-max)\n",
+            name.c_str(), grow == 1 ? "request" : "4x request", label.c_str(), cost,
+            name == "large" ? 1 : o.seeds);
         std::printf("%-15s %5s %10s %18s %18s %18s %7s\n", "policy", "load", "mean JCT",
                     "yarn-cs/this", "las/this", "queueing share", "util-a");
         for (double load : at)
@@ -150,10 +153,11 @@ void runLoadSweep(const SweepOptions& o) {
     const double yarnShare = at("yarn-cs").queueShare.mean();
     const double overLas = at("elastic-hetero").overLas.mean();
     const double vsGoodput = at("elastic-hetero").meanJct.mean() / at("goodput").meanJct.mean();
-    std::printf("  load %.1f: yarn-cs queueing share %.2f (>= 0.33: %s); elastic-hetero las/this "
-                "%.2fx (>= 1.5: %s); elastic-hetero JCT / goodput JCT %.3f (<= 1.05: %s)\n",
-                load, yarnShare, yarnShare >= 1.0 / 3 ? "met" : "missed", overLas,
-                overLas >= 1.5 ? "met" : "missed", vsGoodput, vsGoodput <= 1.05 ? "met" : "missed");
+    std::printf(
+        "  load %.1f: yarn-cs queueing share %.2f (>= 0.33: %s); elastic-hetero las/this "
+        "%.2fx (>= 1.5: %s); elastic-hetero JCT / goodput JCT %.3f (<= 1.05: %s)\n",
+        load, yarnShare, yarnShare >= 1.0 / 3 ? "met" : "missed", overLas,
+        overLas >= 1.5 ? "met" : "missed", vsGoodput, vsGoodput <= 1.05 ? "met" : "missed");
   }
 
   // Plots: per growth regime, a row per preset: yarn-cs/policy, las/policy, queueing share.
@@ -166,7 +170,8 @@ void runLoadSweep(const SweepOptions& o) {
         for (double load : loads) {
           const Cell& c = cells.at({name, grow, "in-place", load, policy});
           using Pair = std::pair<SweepSeries*, const Stat*>;
-          for (auto [series, stat] : {Pair{&y, &c.overYarn}, Pair{&l, &c.overLas}, Pair{&q, &c.queueShare}}) {
+          for (auto [series, stat] :
+               {Pair{&y, &c.overYarn}, Pair{&l, &c.overLas}, Pair{&q, &c.queueShare}}) {
             series->load.push_back(load);
             series->mean.push_back(stat->mean());
             series->lo.push_back(stat->lo());
@@ -183,10 +188,12 @@ void runLoadSweep(const SweepOptions& o) {
     writeFileAtomic(joinPath(o.out, grow == 1 ? "load_sweep_request.png" : "load_sweep_4x.png"),
                     gridPng(panels, 3));
   }
-  std::printf("\nsweep: %zu loads x 2 presets x 2 growth regimes x %d seeds x 2 costs x %zu policies "
-              "in %.1f s; large preset (load %.1f, 2 regimes, in-place) in %.1f s\n",
-              loads.size(), o.seeds, policyNames().size(), smallSeconds, o.largeLoad, largeSeconds);
-  std::printf("wrote %s/load_sweep.csv, %s/load_sweep_{4x,request}.png\n", o.out.c_str(), o.out.c_str());
+  std::printf(
+      "\nsweep: %zu loads x 2 presets x 2 growth regimes x %d seeds x 2 costs x %zu policies "
+      "in %.1f s; large preset (load %.1f, 2 regimes, in-place) in %.1f s\n",
+      loads.size(), o.seeds, policyNames().size(), smallSeconds, o.largeLoad, largeSeconds);
+  std::printf("wrote %s/load_sweep.csv, %s/load_sweep_{4x,request}.png\n", o.out.c_str(),
+              o.out.c_str());
 }
 
 }  // namespace tl::bench

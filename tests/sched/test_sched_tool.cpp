@@ -113,7 +113,8 @@ TEST(SchedTool, LoadScalesTheArrivalRateToTheAskedOfferedLoad) {
     seen[load] = loadOf(tl::readFile(out + "/trace.csv"), easyscale);
     EXPECT_NEAR(seen[load].load / load, 1, 0.05) << "asked " << load << ", got " << seen[load].load;
     const std::string summary = tl::readFile(out + "/summary.csv");
-    EXPECT_NE(summary.find("queueing_share,arrival_window_utilisation"), std::string::npos) << summary;
+    EXPECT_NE(summary.find("queueing_share,arrival_window_utilisation"), std::string::npos)
+        << summary;
   }
   // The arrival rate is what scales: 70 x L jobs over about the preset's 80 minutes.
   EXPECT_EQ(seen[0.5].jobs, 35);
@@ -121,8 +122,10 @@ TEST(SchedTool, LoadScalesTheArrivalRateToTheAskedOfferedLoad) {
   for (const auto& [load, t] : seen) EXPECT_NEAR(t.window / 4800, 1, 0.25) << load;
   // --load needs a preset: a replayed trace keeps its arrivals.
   const std::string dir = tmpDir("load_trace");
-  tl::writeFileAtomic(dir + "/t.csv", "id,arrival_s,model,work_samples,min_gpus,max_gpus\na,0,cnn,1,1,1\n");
-  const auto bad = runSim("--trace " + dir + "/t.csv --cluster fast:1 --load 2 --out " + dir + "/o");
+  tl::writeFileAtomic(dir + "/t.csv",
+                      "id,arrival_s,model,work_samples,min_gpus,max_gpus\na,0,cnn,1,1,1\n");
+  const auto bad =
+      runSim("--trace " + dir + "/t.csv --cluster fast:1 --load 2 --out " + dir + "/o");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.output.find("--load: only with --preset"), std::string::npos) << bad.output;
 }

@@ -135,7 +135,8 @@ std::vector<JobSpec> draw(const GeneratorOptions& o, const ProfileSet& profiles)
 }
 
 // GPU-seconds of the jobs, requests on the reference kind.
-double gpuSeconds(const std::vector<JobSpec>& jobs, const GeneratorOptions& o, const ProfileSet& profiles) {
+double gpuSeconds(const std::vector<JobSpec>& jobs, const GeneratorOptions& o,
+                  const ProfileSet& profiles) {
   double sum = 0;
   for (const auto& j : jobs)
     sum += j.requestGpus * j.work / profiles.rate(j.model, o.referenceKind, j.requestGpus);
@@ -157,8 +158,9 @@ double capacity(const GeneratorOptions& o, const ProfileSet& profiles) {
 std::vector<JobSpec> generateTrace(const GeneratorOptions& o, const ProfileSet& profiles) {
   TL_REQUIRE(o.jobs >= 1, "generator: jobs must be >= 1, got ", o.jobs);
   TL_REQUIRE(o.spanSeconds > 0, "generator: span must be > 0");
-  TL_REQUIRE(o.gpuCounts.size() == o.gpuShares.size() && o.gpuCounts.size() == o.durationFactor.size(),
-             "generator: GPU counts, shares and duration factors differ in length");
+  TL_REQUIRE(
+      o.gpuCounts.size() == o.gpuShares.size() && o.gpuCounts.size() == o.durationFactor.size(),
+      "generator: GPU counts, shares and duration factors differ in length");
   TL_REQUIRE(!o.models.empty() && !o.queues.empty() && !o.referenceKind.empty(),
              "generator: needs models, queues and a reference kind");
   if (o.arrivalLoad > 0) {

@@ -84,7 +84,8 @@ class Goodput : public Policy {
   // (waiting jobs, sum of c_i / charged rate_i): lexicographically smaller is better.
   std::pair<int, double> score(const std::vector<JobView>& jobs, const std::vector<double>& c,
                                const std::vector<Allocation>& alloc) const {
-    const double charged = std::max(0.0, 1 - options_.rescaleCostSeconds / options_.intervalSeconds);
+    const double charged =
+        std::max(0.0, 1 - options_.rescaleCostSeconds / options_.intervalSeconds);
     int waiting = 0;
     double cost = 0;
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -183,7 +184,8 @@ class Goodput : public Policy {
 
 }  // namespace
 
-std::unique_ptr<Policy> makeGoodputPolicy(const ThroughputModel& model, const PolicyOptions& options) {
+std::unique_ptr<Policy> makeGoodputPolicy(const ThroughputModel& model,
+                                          const PolicyOptions& options) {
   return std::make_unique<Goodput>(model, options);
 }
 

@@ -31,8 +31,7 @@ inline double niceStep(double top, int maxTicks) {
 class Frame {
  public:
   Frame(int width, int height, double xTop, double yTop, const std::string& title,
-        const std::string& xLabel, const std::string& yLabel, bool xLog = false,
-        bool xTicks = true)
+        const std::string& xLabel, const std::string& yLabel, bool xLog = false, bool xTicks = true)
       : width_(width), height_(height), xTop_(xTop), yTop_(yTop), xLog_(xLog) {
     TL_CHECK(width >= 300 && height >= 200, "plot of ", width, "x", height, " is too small");
     surface_ = cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height);
@@ -126,7 +125,8 @@ class Frame {
     }
   }
   std::string png() {
-    TL_CHECK(cairo_status(cr_) == CAIRO_STATUS_SUCCESS, "cairo: ", cairo_status_to_string(cairo_status(cr_)));
+    TL_CHECK(cairo_status(cr_) == CAIRO_STATUS_SUCCESS,
+             "cairo: ", cairo_status_to_string(cairo_status(cr_)));
     std::string bytes;
     const auto status = cairo_surface_write_to_png_stream(
         surface_,

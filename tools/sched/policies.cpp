@@ -1,4 +1,5 @@
-// yarn-cs, las, elastic and elastic-hetero (goodput: goodput_policy.cpp). Each is a plain function of the active jobs (see policy.h).
+// yarn-cs, las, elastic and elastic-hetero (goodput: goodput_policy.cpp). Each is a plain function
+// of the active jobs (see policy.h).
 #include <algorithm>
 #include <cmath>
 #include <queue>

@@ -52,6 +52,7 @@ std::unique_ptr<Policy> makePolicy(const std::string& name, const ThroughputMode
 const std::vector<std::string>& policyNames();
 
 // The Pollux-style goodput-aware policy (goodput_policy.cpp; see there).
-std::unique_ptr<Policy> makeGoodputPolicy(const ThroughputModel& model, const PolicyOptions& options);
+std::unique_ptr<Policy> makeGoodputPolicy(const ThroughputModel& model,
+                                          const PolicyOptions& options);
 
 }  // namespace tl::sched

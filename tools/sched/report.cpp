@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "common/check.h"
-#include "tools/sched/policy.h"
 #include "tools/sched/plot_frame.h"
+#include "tools/sched/policy.h"
 #include "tools/submit/csv.h"
 
 namespace tl::sched {
@@ -52,17 +52,18 @@ std::string summaryCsv(const std::vector<SimSummary>& summaries, double rescaleC
 std::string summaryTable(const std::vector<SimSummary>& summaries) {
   std::ostringstream out;
   char line[256];
-  std::snprintf(line, sizeof line, "%-15s %10s %10s %11s %11s %10s %6s %6s %6s %9s %9s\n",
-                "policy", "mean JCT", "median", "p99 JCT", "makespan", "queueing", "queue%",
-                "util", "util-a", "resc/job", "vs first");
+  std::snprintf(line, sizeof line, "%-15s %10s %10s %11s %11s %10s %6s %6s %6s %9s %9s\n", "policy",
+                "mean JCT", "median", "p99 JCT", "makespan", "queueing", "queue%", "util", "util-a",
+                "resc/job", "vs first");
   out << line;
   for (const auto& s : summaries) {
     const double ratio = summaries[0].meanJct / std::max(1e-9, s.meanJct);
-    std::snprintf(line, sizeof line,
-                  "%-15s %9.0fs %9.0fs %10.0fs %10.0fs %9.0fs %5.1f%% %5.1f%% %5.1f%% %9.2f %8.2fx\n",
-                  s.policy.c_str(), s.meanJct, s.medianJct, s.p99Jct, s.makespan, s.meanQueueing,
-                  100 * s.queueingShare, 100 * s.utilisation, 100 * s.windowUtilisation,
-                  s.rescalesPerJob, ratio);
+    std::snprintf(
+        line, sizeof line,
+        "%-15s %9.0fs %9.0fs %10.0fs %10.0fs %9.0fs %5.1f%% %5.1f%% %5.1f%% %9.2f %8.2fx\n",
+        s.policy.c_str(), s.meanJct, s.medianJct, s.p99Jct, s.makespan, s.meanQueueing,
+        100 * s.queueingShare, 100 * s.utilisation, 100 * s.windowUtilisation, s.rescalesPerJob,
+        ratio);
     out << line;
   }
   return out.str();

@@ -16,7 +16,8 @@ std::string loadSweepPng(const std::string& title, const std::string& yLabel,
   double xTop = 0, yTop = reference * 1.2;
   for (const auto& s : series) {
     TL_CHECK(s.load.size() == s.mean.size() && s.lo.size() == s.mean.size() &&
-             s.hi.size() == s.mean.size(), "sweep series ", s.policy, ": lengths differ");
+                 s.hi.size() == s.mean.size(),
+             "sweep series ", s.policy, ": lengths differ");
     for (size_t i = 0; i < s.load.size(); ++i) {
       xTop = std::max(xTop, s.load[i]);
       yTop = std::max(yTop, s.hi[i]);
@@ -65,16 +66,19 @@ std::string gridPng(const std::vector<std::string>& pngs, int columns) {
   for (const auto& png : pngs) {
     Reader r{&png};
     panels.push_back(cairo_image_surface_create_from_png_stream(readPng, &r));
-    TL_CHECK(cairo_surface_status(panels.back()) == CAIRO_STATUS_SUCCESS, "grid: a panel is no PNG");
+    TL_CHECK(cairo_surface_status(panels.back()) == CAIRO_STATUS_SUCCESS,
+             "grid: a panel is no PNG");
   }
-  const int w = cairo_image_surface_get_width(panels[0]), h = cairo_image_surface_get_height(panels[0]);
+  const int w = cairo_image_surface_get_width(panels[0]),
+            h = cairo_image_surface_get_height(panels[0]);
   const int rows = (int(panels.size()) + columns - 1) / columns;
   cairo_surface_t* page = cairo_image_surface_create(CAIRO_FORMAT_RGB24, w * columns, h * rows);
   cairo_t* cr = cairo_create(page);
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
   for (size_t i = 0; i < panels.size(); ++i) {
-    cairo_set_source_surface(cr, panels[i], double(int(i) % columns * w), double(int(i) / columns * h));
+    cairo_set_source_surface(cr, panels[i], double(int(i) % columns * w),
+                             double(int(i) / columns * h));
     cairo_paint(cr);
     cairo_surface_destroy(panels[i]);
   }

@@ -29,14 +29,16 @@ constexpr const char* kSummary =
     "change of a running job costs --rescale-cost seconds of progress. Writes DIR/summary.csv,\n"
     "DIR/jobs_<policy>.csv, DIR/trace.csv and DIR/jct_cdf.png, DIR/allocation.png,\n"
     "DIR/mean_jct.png; per policy also the queueing share of JCT and the utilisation during\n"
-    "the arrival window (util-a). Trace columns: id,arrival_s,model,work_samples,min_gpus,max_gpus\n"
+    "the arrival window (util-a). Trace columns: "
+    "id,arrival_s,model,work_samples,min_gpus,max_gpus\n"
     "[,request_gpus][,ests][,queue]; profiles: model,kind,gpus,samples_per_s (see README).\n"
     "`tl-sim resources --help`: GPUs, CPU cores and cache memory scheduled together.";
 
 int runSim(int argc, char** argv) {
   using namespace tl;
   using namespace tl::sched;
-  std::string presetName, tracePath, kinds, queues, profilesPath, policies = "yarn-cs,las,elastic,elastic-hetero,goodput", out;
+  std::string presetName, tracePath, kinds, queues, profilesPath,
+      policies = "yarn-cs,las,elastic,elastic-hetero,goodput", out;
   double rescaleCost = 0, startCost = 0, load = 0;
   int64_t seed = 1;
   int jobs = 0;
@@ -102,7 +104,8 @@ int runSim(int argc, char** argv) {
   TL_REQUIRE(!names.empty(), "--policies: no policy given");
   const ThroughputModel model(cluster, profiles);
   const PolicyOptions policyOptions{rescaleCost};
-  for (const auto& name : names) makePolicy(name, model, policyOptions);  // unknown names fail first
+  for (const auto& name : names)
+    makePolicy(name, model, policyOptions);  // unknown names fail first
   ensureWritableDir(out);
 
   std::vector<SimResult> results;
