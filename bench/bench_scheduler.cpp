@@ -1,5 +1,6 @@
 // bench/scheduler: tl-sim's policies on the pollux and easyscale presets across a sweep of
-// rescale costs, the simulation time of the large preset, and plots. Every ratio is against
+// rescale costs, the simulation time of the large preset, and plots. --sweep: the policies
+// against offered load instead (scheduler_sweep.cpp). Every ratio is against
 // runs of the same invocation: mean JCT of yarn-cs (the capacity scheduler) and of las (the
 // strong non-elastic baseline) over the policy's.
 //
@@ -11,9 +12,10 @@
 #include <map>
 #include <string>
 
+#include "bench/scheduler_sweep.h"
 #include "common/check.h"
-#include "common/files.h"
 #include "common/cli/cli.h"
+#include "common/files.h"
 #include "tools/sched/generator.h"
 #include "tools/sched/report.h"
 
@@ -25,13 +27,24 @@ int runBench(int argc, char** argv) {
   double inplace = 0.3, restart = 8.8;
   int64_t seed = 1;
   std::string out = "bench-scheduler";
+  bool sweep = false, noLarge = false;
+  int seeds = 3;
   auto app = tl::cli::makeApp("bench_scheduler", "tl-sim's policies: presets x rescale costs");
   tl::cli::addDouble(*app, "--inplace-pause", &inplace, "tl's in-place rescale pause (s)", 0);
   tl::cli::addDouble(*app, "--restart-pause", &restart, "tl's checkpoint-restart pause (s)", 0);
   tl::cli::addInt(*app, "--seed", &seed, "generator seed", 0);
   app->add_option("--out", out, "folder for the plots and CSVs")->capture_default_str();
+  app->add_flag(
+      "--sweep", sweep,
+      "instead: every policy at offered loads 0.5..2.0 (load_sweep.csv, load_sweep_*.png)");
+  tl::cli::addInt(*app, "--seeds", &seeds, "with --sweep: seeds per point", 1, 100);
+  app->add_flag("--no-large", noLarge, "with --sweep: skip the large preset");
   if (!tl::cli::parse(*app, argc, argv)) return 0;
   tl::ensureWritableDir(out);
+  if (sweep) {
+    tl::bench::runLoadSweep({inplace, restart, seeds, 1.3, !noLarge, out});
+    return 0;
+  }
   const ProfileSet profiles = ProfileSet::builtin();
   const std::vector<std::pair<std::string, double>> costs{
       {"0", 0}, {"in-place", inplace}, {"ckpt-restart", restart}, {"20 s", 20}, {"60 s", 60}};
@@ -49,7 +62,7 @@ int runBench(int argc, char** argv) {
       results.reserve(policyNames().size());
       std::map<std::string, double> mean;
       for (const auto& policyName : policyNames()) {
-        auto policy = makePolicy(policyName, model);
+        auto policy = makePolicy(policyName, model, {cost});
         results.push_back(simulate(trace, model, *policy, {cost}));
         mean[policyName] = results.back().summary.meanJct;
       }
@@ -88,7 +101,7 @@ int runBench(int argc, char** argv) {
               "mean JCT", "yarn/this", "target 10 s");
   double yarnMean = 0;
   for (const auto& policyName : policyNames()) {
-    auto policy = makePolicy(policyName, model);
+    auto policy = makePolicy(policyName, model, {inplace});
     const auto t = std::chrono::steady_clock::now();
     const auto r = simulate(trace, model, *policy, {inplace});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();

@@ -15,15 +15,18 @@
 # Jobs use a stand-in device (--device sim:RATE: each micro-batch takes batch/RATE s, no core
 # used), so the loaded 2-core machine disturbs them less than real training would.
 #
-# usage: bench/sched_real.sh [BUILD_DIR] [--short] [--policy elastic|yarn-cs]
-#   default: 8 jobs arriving over 3.5 min (about 6 min in all); --short: 4 jobs (about 2 min)
+# usage: bench/sched_real.sh [BUILD_DIR] [--short|--contention] [--policy elastic|yarn-cs]
+#   default: 8 jobs arriving over 3.5 min (about 6 min in all); --short: 4 jobs (about 2 min);
+#   --contention: 8 jobs arriving within 35 s on the 4 slots, so that jobs queue (issue 30)
 set -euo pipefail
 BUILD="build"
 SHORT=0
+CONTENTION=0
 POLICY=elastic
 while [ $# -gt 0 ]; do
   case "$1" in
     --short) SHORT=1 ;;
+    --contention) CONTENTION=1 ;;
     --policy) POLICY="$2"; shift ;;
     *) BUILD="$1" ;;
   esac
@@ -73,6 +76,9 @@ sed 's/^/  /' "$WORK/profiles.csv"
 fast1=$(awk -F, '$2=="fast" && $3==1 { print $4 }' "$WORK/profiles.csv")
 if [ "$SHORT" = 1 ]; then
   ARRIVALS=(0 8 16 30); SECONDS_ON_ONE=(40 25 30 20)
+elif [ "$CONTENTION" = 1 ]; then
+  # More arrivals than slots: the last four wait for a slot under either policy.
+  ARRIVALS=(0 5 10 15 20 25 30 35); SECONDS_ON_ONE=(60 40 50 30 45 35 55 25)
 else
   ARRIVALS=(0 15 30 60 90 120 160 210); SECONDS_ON_ONE=(80 50 60 40 70 45 55 35)
 fi
@@ -94,6 +100,9 @@ PAUSE=$(awk -F, 'NR > 1 && $10 > 0 { s += $12 * $10; n += $10 } END { printf "%.
 "$SIM" --trace "$WORK/trace.csv" --cluster fast:2,slow:2 --profiles "$WORK/profiles.csv" \
   --policies "$POLICY" --rescale-cost "$PAUSE" --start-cost "$START_COST" --out "$WORK/sim" >/dev/null
 echo
+if [ "$CONTENTION" = 1 ]; then
+  awk -F, 'NR > 1 { q += $6; j += $5; n++ } END { printf "contention: mean queueing %.1f s of a mean JCT %.1f s (real)\n", q / n, j / n }' "$WORK/real/jobs.csv"
+fi
 echo "policy $POLICY on $SLOTS; tl-sim with start-up ${START_COST} s and rescale cost ${PAUSE} s (mean measured in-place pause)"
 awk -F, '
   FNR == 1 { file++; next }

@@ -33,7 +33,7 @@ JobSpec job(const std::string& id, double arrival, double work, int minGpus, int
 SimResult run(const std::string& policy, const ClusterSpec& cluster, const std::vector<JobSpec>& jobs,
               double rescaleCost = 0) {
   ThroughputModel model(cluster, linearProfiles());
-  auto p = makePolicy(policy, model);
+  auto p = makePolicy(policy, model, {rescaleCost});
   return simulate(jobs, model, *p, {rescaleCost});
 }
 
@@ -116,6 +116,51 @@ TEST(SchedPolicies, HeterogeneousElasticUsesASlowerKindTooWithTheEstsPlacedByThe
   const std::vector<JobSpec> jobs{job("A", 0, 300, 1, 2, "default", 3)};
   EXPECT_NEAR(run("elastic", cluster("fast:1,slow:1"), jobs).jobs[0].jct(), 30, 1e-9);
   EXPECT_NEAR(run("elastic-hetero", cluster("fast:1,slow:1"), jobs).jobs[0].jct(), 20, 1e-9);
+}
+
+TEST(SchedPolicies, GoodputReoptimisesEveryIntervalAndChargesEachChangeTheRescaleCost) {
+  // fast:4 at 10 samples/s per GPU; A (4000 samples) and B (1200, arriving at 30 s) may use 1..4
+  // GPUs with 4 ESTs (3 GPUs are no faster than 2). Rescale cost 6 s, interval 60 s.
+  //  t=0 (an interval): A alone; its fair share is 4 GPUs; it takes all 4 (40/s).
+  //  t=30: B arrives; between intervals running jobs are kept and no GPU is free: B waits.
+  //  t=60: re-optimised: both hold 1 (admission), fair share 2 GPUs each (c = 20/s); the first
+  //    GPU step of each lowers c/rate by 20 (1/10 - 1/20) = 1 per GPU: A (earlier) then B take
+  //    one; A's next step (2 more GPUs) does not fit. A2 B2 scores 0 waiting against 1 for
+  //    keeping A on 4: taken. A has done 2400; it pauses until 66 and runs at 20/s.
+  //  t=120: B ends (1200 at 20/s from 60): JCT 90, 30 s of it queueing. Also an interval: A
+  //    alone, fair share 4 (c = 40): growing to 4 scores 40 / (40 (1 - 6/60)) = 1.11, keeping
+  //    2 scores 40 / 20 = 2: it grows. A has 1600 - 54 x 20 = 520 left: pause to 126, 13 s at
+  //    40/s: ends at 139.
+  const std::vector<JobSpec> jobs{job("A", 0, 4000, 1, 4), job("B", 30, 1200, 1, 4)};
+  auto r = run("goodput", cluster("fast:4"), jobs, 6);
+  EXPECT_NEAR(r.jobs[0].jct(), 139, 1e-9);
+  EXPECT_NEAR(r.jobs[1].jct(), 90, 1e-9);
+  EXPECT_NEAR(r.jobs[1].queueing(), 30, 1e-9);
+  EXPECT_EQ(r.jobs[0].rescales, 2);
+  // At a rescale cost of 40 s the grow at 120 s would score 40 / (40 (1 - 40/60)) = 3 against 2
+  // for keeping: A stays on 2 GPUs. From 60 it pauses to 100, then does its 1600 at 20/s: 180.
+  auto costly = run("goodput", cluster("fast:4"), jobs, 40);
+  EXPECT_NEAR(costly.jobs[0].jct(), 180, 1e-9);
+  EXPECT_NEAR(costly.jobs[1].jct(), 90, 1e-9);
+  EXPECT_EQ(costly.jobs[0].rescales, 1);
+  // elastic-hetero shrinks A for B at once (B: 1200 at 20/s from 30, JCT 60): no interval wait.
+  EXPECT_NEAR(run("elastic-hetero", cluster("fast:4"), jobs, 6).jobs[1].jct(), 60, 1e-9);
+}
+
+TEST(SchedPolicies, GoodputLeavesFreedGpusToTheNextIntervalButFillsThemThen) {
+  // fast:2 and slow:2 (10/s and 5/s per GPU); X (500 samples) and Y (1000), 1..2 GPUs with 2
+  // ESTs, both at 0 (an interval). Admission gives each a fast GPU. A slow GPU on top does
+  // not help (2 ESTs on fast + slow: the planner's best is 1 + 1, max(1/10, 1/5) = 0.2 s a
+  // sample pair, or 2 on fast, 2/10: 10/s either way), so both run at 10/s. X ends at 50 s.
+  // 50 s is no interval: Y is kept on one GPU. At 60 s Y (400 left) is alone, fair share 2
+  // fast GPUs; growing onto the freed fast GPU doubles its rate (free rescale): 20 s more.
+  const std::vector<JobSpec> jobs{job("X", 0, 500, 1, 2), job("Y", 0, 1000, 1, 2)};
+  auto r = run("goodput", cluster("fast:2,slow:2"), jobs, 0);
+  EXPECT_NEAR(r.jobs[0].jct(), 50, 1e-9);
+  EXPECT_NEAR(r.jobs[1].jct(), 80, 1e-9);
+  EXPECT_EQ(r.jobs[1].rescales, 1);
+  // elastic-hetero grows Y at once when X ends: 500 left at 20/s from 50 s.
+  EXPECT_NEAR(run("elastic-hetero", cluster("fast:2,slow:2"), jobs, 0).jobs[1].jct(), 75, 1e-9);
 }
 
 TEST(SchedPolicies, ThroughputModelFollowsTheProfilesAndThePlannerRule) {

@@ -90,6 +90,8 @@ TEST(RealCommands, PoliciesAndTracesTlSchedCannotRun) {
   EXPECT_NO_THROW(requireRealPolicy("yarn-cs"));
   EXPECT_NE(errorOf([] { requireRealPolicy("las"); }).find("las preempts"), std::string::npos);
   EXPECT_NE(errorOf([] { requireRealPolicy("elastic-hetero"); }).find("mixes slot kinds"), std::string::npos);
+  EXPECT_NE(errorOf([] { requireRealPolicy("goodput"); }).find("policy goodput moves jobs"),
+            std::string::npos);
   EXPECT_NE(errorOf([] { requireRealPolicy("fifo"); }).find("unknown policy 'fifo'"), std::string::npos);
   SlotTable t(parseSlotKinds("fast:2,slow:2:2", "--slots"));
   EXPECT_NO_THROW(checkRealTrace({job("a", 1, 2)}, t));

@@ -6,10 +6,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "common/files.h"
 #include "tests/profile/png_check.h"
+#include "tools/sched/profiles.h"
 
 namespace {
 
@@ -42,10 +46,10 @@ TEST(SchedTool, PresetRunWritesCsvsAndPlotsWithEveryPolicy) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("elastic-hetero"), std::string::npos) << r.output;
   for (const char* f : {"summary.csv", "trace.csv", "jobs_yarn-cs.csv", "jobs_las.csv",
-                        "jobs_elastic.csv", "jobs_elastic-hetero.csv"})
+                        "jobs_elastic.csv", "jobs_elastic-hetero.csv", "jobs_goodput.csv"})
     EXPECT_TRUE(tl::fileExists(out + "/" + f)) << f;
   const std::string summary = tl::readFile(out + "/summary.csv");
-  EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 5) << summary;
+  EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 6) << summary;  // 5 policies
   const std::string jobs = tl::readFile(out + "/jobs_las.csv");
   EXPECT_EQ(std::count(jobs.begin(), jobs.end(), '\n'), 71);
   // Every policy's colour is drawn in the CDF.
@@ -59,6 +63,71 @@ TEST(SchedTool, PresetRunWritesCsvsAndPlotsWithEveryPolicy) {
     ASSERT_TRUE(p.ok) << f << ": " << p.error;
     EXPECT_GT(p.inkShare(), 0.02) << f;
   }
+}
+
+// Offered load of a written trace, worked out here from the CSV and the profiles alone: GPU-time
+// (request x work / rate of the request on the fastest kind) / (capacity in fastest-kind GPUs x
+// the arrival window, 0 to the last arrival).
+struct TraceLoad {
+  double load = 0, window = 0;
+  int jobs = 0;
+};
+TraceLoad loadOf(const std::string& csv, const std::map<std::string, int>& kinds) {
+  const auto profiles = tl::sched::ProfileSet::builtin();
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  std::map<std::string, size_t> column;
+  {
+    std::istringstream header(line);
+    size_t i = 0;
+    for (std::string name; std::getline(header, name, ',');) column[name] = i++;
+  }
+  TraceLoad t;
+  double gpuSeconds = 0;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::istringstream row(line);
+    for (std::string v; std::getline(row, v, ',');) f.push_back(v);
+    const int gpus = std::stoi(f[column.at("request_gpus")]);
+    const double work = std::stod(f[column.at("work_samples")]);
+    gpuSeconds += gpus * work / profiles.rate(f[column.at("model")], "fast", gpus);
+    ++t.jobs;
+    t.window = std::max(t.window, std::stod(f[column.at("arrival_s")]));
+  }
+  double capacity = 0;
+  for (const auto& [kind, count] : kinds)
+    capacity += count * profiles.rate("resnet20", kind, 1) / profiles.rate("resnet20", "fast", 1);
+  t.load = gpuSeconds / (capacity * t.window);
+  return t;
+}
+
+TEST(SchedTool, LoadScalesTheArrivalRateToTheAskedOfferedLoad) {
+  const std::map<std::string, int> easyscale{{"fast", 32}, {"mid", 16}, {"slow", 16}};
+  std::map<double, TraceLoad> seen;
+  for (double load : {0.5, 1.6}) {
+    const std::string out = tmpDir("load" + std::to_string(int(load * 10)));
+    const auto r = runSim("--preset easyscale --seed 3 --load " + std::to_string(load) +
+                          " --policies yarn-cs,elastic-hetero --out " + out);
+    ASSERT_EQ(r.status, 0) << r.output;
+    seen[load] = loadOf(tl::readFile(out + "/trace.csv"), easyscale);
+    EXPECT_NEAR(seen[load].load / load, 1, 0.05) << "asked " << load << ", got " << seen[load].load;
+    const std::string summary = tl::readFile(out + "/summary.csv");
+    EXPECT_NE(summary.find("queueing_share,arrival_window_utilisation"), std::string::npos)
+        << summary;
+  }
+  // The arrival rate is what scales: 70 x L jobs over about the preset's 80 minutes.
+  EXPECT_EQ(seen[0.5].jobs, 35);
+  EXPECT_EQ(seen[1.6].jobs, 112);
+  for (const auto& [load, t] : seen) EXPECT_NEAR(t.window / 4800, 1, 0.25) << load;
+  // --load needs a preset: a replayed trace keeps its arrivals.
+  const std::string dir = tmpDir("load_trace");
+  tl::writeFileAtomic(dir + "/t.csv",
+                      "id,arrival_s,model,work_samples,min_gpus,max_gpus\na,0,cnn,1,1,1\n");
+  const auto bad =
+      runSim("--trace " + dir + "/t.csv --cluster fast:1 --load 2 --out " + dir + "/o");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("--load: only with --preset"), std::string::npos) << bad.output;
 }
 
 TEST(SchedTool, ReplaysATraceAndRejectsBadRowsWithTheirLines) {

@@ -102,13 +102,10 @@ Preset preset(const std::string& name) {
   return p;
 }
 
-std::vector<JobSpec> generateTrace(const GeneratorOptions& o, const ProfileSet& profiles) {
-  TL_REQUIRE(o.jobs >= 1, "generator: jobs must be >= 1, got ", o.jobs);
-  TL_REQUIRE(o.spanSeconds > 0, "generator: span must be > 0");
-  TL_REQUIRE(o.gpuCounts.size() == o.gpuShares.size() && o.gpuCounts.size() == o.durationFactor.size(),
-             "generator: GPU counts, shares and duration factors differ in length");
-  TL_REQUIRE(!o.models.empty() && !o.queues.empty() && !o.referenceKind.empty(),
-             "generator: needs models, queues and a reference kind");
+namespace {
+
+// The jobs as drawn: durations (capped) as work on the reference kind, nothing scaled.
+std::vector<JobSpec> draw(const GeneratorOptions& o, const ProfileSet& profiles) {
   Random rng(o.seed);
   const auto times = arrivals(o.jobs, o.jobs / o.spanSeconds, o.interArrivalCv, rng);
   double shareSum = 0;
@@ -134,16 +131,56 @@ std::vector<JobSpec> generateTrace(const GeneratorOptions& o, const ProfileSet& 
     j.work = duration * profiles.rate(j.model, o.referenceKind, j.requestGpus);
     jobs.push_back(j);
   }
+  return jobs;
+}
+
+// GPU-seconds of the jobs, requests on the reference kind.
+double gpuSeconds(const std::vector<JobSpec>& jobs, const GeneratorOptions& o,
+                  const ProfileSet& profiles) {
+  double sum = 0;
+  for (const auto& j : jobs)
+    sum += j.requestGpus * j.work / profiles.rate(j.model, o.referenceKind, j.requestGpus);
+  return sum;
+}
+
+// `loadKinds` in reference-kind GPUs, by the first model's single-GPU rates.
+double capacity(const GeneratorOptions& o, const ProfileSet& profiles) {
+  TL_REQUIRE(!o.loadKinds.empty(), "generator: a target load needs the cluster's GPU kinds");
+  const std::string& m = o.models[0];
+  double c = 0;
+  for (const auto& k : o.loadKinds)
+    c += k.count * profiles.rate(m, k.name, 1) / profiles.rate(m, o.referenceKind, 1);
+  return c;
+}
+
+}  // namespace
+
+std::vector<JobSpec> generateTrace(const GeneratorOptions& o, const ProfileSet& profiles) {
+  TL_REQUIRE(o.jobs >= 1, "generator: jobs must be >= 1, got ", o.jobs);
+  TL_REQUIRE(o.spanSeconds > 0, "generator: span must be > 0");
+  TL_REQUIRE(
+      o.gpuCounts.size() == o.gpuShares.size() && o.gpuCounts.size() == o.durationFactor.size(),
+      "generator: GPU counts, shares and duration factors differ in length");
+  TL_REQUIRE(!o.models.empty() && !o.queues.empty() && !o.referenceKind.empty(),
+             "generator: needs models, queues and a reference kind");
+  if (o.arrivalLoad > 0) {
+    // The arrival rate times the load over the same span: that many more jobs, durations drawn
+    // alike. As the presets do for a load of 1, the durations are then scaled so the sample's
+    // load is exact (a heavy-tailed sample's GPU-time is far from its expectation); the scale
+    // does not depend on the load, only on the sample.
+    GeneratorOptions more = o;
+    more.jobs = std::max(2, int(std::lround(o.jobs * o.arrivalLoad)));
+    auto jobs = draw(more, profiles);
+    const double window = jobs.back().arrival;
+    const double scale =
+        o.arrivalLoad * capacity(o, profiles) * window / gpuSeconds(jobs, o, profiles);
+    for (auto& j : jobs) j.work *= scale;
+    return jobs;
+  }
+  auto jobs = draw(o, profiles);
   if (o.targetLoad > 0) {
-    TL_REQUIRE(!o.loadKinds.empty(), "generator: a target load needs the cluster's GPU kinds");
-    const std::string& m = o.models[0];
-    double capacity = 0;
-    for (const auto& k : o.loadKinds)
-      capacity += k.count * profiles.rate(m, k.name, 1) / profiles.rate(m, o.referenceKind, 1);
-    double gpuSeconds = 0;
-    for (const auto& j : jobs)
-      gpuSeconds += j.requestGpus * j.work / profiles.rate(j.model, o.referenceKind, j.requestGpus);
-    const double scale = o.targetLoad * capacity * o.spanSeconds / gpuSeconds;
+    const double scale =
+        o.targetLoad * capacity(o, profiles) * o.spanSeconds / gpuSeconds(jobs, o, profiles);
     for (auto& j : jobs) j.work *= scale;
   }
   return jobs;

@@ -38,6 +38,13 @@ struct GeneratorOptions {
   // fix the realised load instead of hoping for it.
   double targetLoad = 0;
   std::vector<GpuKind> loadKinds;
+  // > 0 (tl-sim --load): the arrival rate is this many times the preset's, jobs x arrivalLoad
+  // jobs over the span with durations drawn alike; then, as targetLoad does for the presets,
+  // the sample's durations are scaled so that its offered load over the arrival window
+  // [0, last arrival] is exactly this value: GPU-time of the jobs (request x duration on the
+  // reference kind) / (capacity of `loadKinds` in reference-kind GPUs x last arrival). The
+  // scale corrects the sample's noise; it does not grow with the load.
+  double arrivalLoad = 0;
   uint64_t seed = 1;
 };
 
@@ -50,7 +57,7 @@ struct Preset {
 // "pollux": 160 jobs over 8 h on 64 GPUs of one kind; "easyscale": 70 jobs over 80 min on
 // 32 + 16 + 16 GPUs of three kinds; "large": 10,000 jobs over 72 h on 1000 GPUs of three
 // kinds (bursty, CV 15). Each at an offered load of 1 (see targetLoad), durations capped at
-// twice the span (100 h for large).
+// twice the span (100 h for large); arrivalLoad (tl-sim --load) then rescales the arrivals.
 Preset preset(const std::string& name);
 const std::vector<std::string>& presetNames();
 

@@ -1,4 +1,5 @@
-// The four policies. Each is a plain function of the active jobs (see policy.h).
+// yarn-cs, las, elastic and elastic-hetero (goodput: goodput_policy.cpp). Each is a plain function
+// of the active jobs (see policy.h).
 #include <algorithm>
 #include <cmath>
 #include <queue>
@@ -263,16 +264,19 @@ class Elastic : public Policy {
 }  // namespace
 
 const std::vector<std::string>& policyNames() {
-  static const std::vector<std::string> names{"yarn-cs", "las", "elastic", "elastic-hetero"};
+  static const std::vector<std::string> names{"yarn-cs", "las", "elastic", "elastic-hetero",
+                                              "goodput"};
   return names;
 }
 
-std::unique_ptr<Policy> makePolicy(const std::string& name, const ThroughputModel& model) {
+std::unique_ptr<Policy> makePolicy(const std::string& name, const ThroughputModel& model,
+                                   const PolicyOptions& options) {
   if (name == "yarn-cs") return std::make_unique<YarnCapacity>(model);
   if (name == "las") return std::make_unique<LeastAttainedService>(model);
   if (name == "elastic") return std::make_unique<Elastic>(model, false);
   if (name == "elastic-hetero") return std::make_unique<Elastic>(model, true);
-  inputError("unknown policy '", name, "' (known: yarn-cs, las, elastic, elastic-hetero)");
+  if (name == "goodput") return makeGoodputPolicy(model, options);
+  inputError("unknown policy '", name, "' (known: yarn-cs, las, elastic, elastic-hetero, goodput)");
 }
 
 }  // namespace tl::sched

@@ -40,8 +40,19 @@ class Policy {
   }
 };
 
-// "yarn-cs", "las", "elastic", "elastic-hetero". InputError for another name.
-std::unique_ptr<Policy> makePolicy(const std::string& name, const ThroughputModel& model);
+// What a policy may know of the setting it runs in.
+struct PolicyOptions {
+  double rescaleCostSeconds = 0;  // the pause an allocation change costs (goodput charges it)
+  double intervalSeconds = 60;    // goodput's re-optimisation period
+};
+
+// "yarn-cs", "las", "elastic", "elastic-hetero", "goodput". InputError for another name.
+std::unique_ptr<Policy> makePolicy(const std::string& name, const ThroughputModel& model,
+                                   const PolicyOptions& options = {});
 const std::vector<std::string>& policyNames();
+
+// The Pollux-style goodput-aware policy (goodput_policy.cpp; see there).
+std::unique_ptr<Policy> makeGoodputPolicy(const ThroughputModel& model,
+                                          const PolicyOptions& options);
 
 }  // namespace tl::sched

@@ -66,6 +66,10 @@ void requireRealPolicy(const std::string& policy) {
   if (policy == "elastic-hetero")
     inputError("policy elastic-hetero mixes slot kinds in one job; tl-sched runs yarn-cs or elastic "
                "(a job emulates one kind's speed on all its processes)");
+  if (policy == "goodput")
+    inputError(
+        "policy goodput moves jobs between slot kinds and mixes them; tl-sched runs yarn-cs "
+        "or elastic");
   inputError("unknown policy '", policy, "' for tl-sched (it runs yarn-cs or elastic)");
 }
 

@@ -53,11 +53,26 @@ SimSummary summarise(const std::vector<JobResult>& jobs, const std::string& poli
   s.p99Jct = quantile(jct, 0.99);
   s.meanQueueing = queueing / n;
   s.rescalesPerJob = rescales / n;
+  s.queueingShare = sumJct > 0 ? queueing / sumJct : 0;
   if (jobs.empty()) return s;
   s.makespan -= first;
   const double capacity = double(totalGpus) * s.makespan;
   s.utilisation = capacity > 0 ? gpuSeconds / capacity : 0;
   return s;
+}
+
+double utilisationBetween(const std::vector<AllocationSample>& timeline, double from, double to,
+                          int totalGpus) {
+  if (!(to > from) || totalGpus <= 0) return 0;
+  double held = 0;
+  for (size_t i = 0; i + 1 < timeline.size(); ++i) {
+    const double lo = std::max(from, timeline[i].time), hi = std::min(to, timeline[i + 1].time);
+    if (hi <= lo) continue;
+    int used = 0;
+    for (int u : timeline[i].used) used += u;
+    held += used * (hi - lo);
+  }
+  return held / (double(totalGpus) * (to - from));
 }
 
 SimResult simulate(const std::vector<JobSpec>& jobs, const ThroughputModel& model, Policy& policy,
@@ -172,6 +187,9 @@ SimResult simulate(const std::vector<JobSpec>& jobs, const ThroughputModel& mode
   result.timeline.push_back({now, std::vector<int>(kinds, 0)});
 
   result.summary = summarise(result.jobs, policy.name(), model.cluster().totalGpus());
+  if (!jobs.empty())
+    result.summary.windowUtilisation = utilisationBetween(
+        result.timeline, jobs.front().arrival, jobs.back().arrival, model.cluster().totalGpus());
   return result;
 }
 

@@ -39,6 +39,10 @@ struct SimSummary {
   double meanJct = 0, medianJct = 0, p99Jct = 0, makespan = 0, meanQueueing = 0;
   double utilisation = 0;  // GPU-seconds held / (GPUs x makespan)
   double rescalesPerJob = 0;
+  double queueingShare = 0;  // total queueing delay / total JCT
+  // GPUs held / GPUs over the arrival window (first to last arrival): whether the cluster was
+  // busy while jobs came, which the whole-run utilisation hides behind a long tail.
+  double windowUtilisation = 0;
 };
 
 struct SimResult {
@@ -54,6 +58,10 @@ SimResult simulate(const std::vector<JobSpec>& jobs, const ThroughputModel& mode
 // Mean, median and p99 JCT, makespan (first arrival to last finish), queueing, utilisation
 // (GPU-seconds held / (GPUs x makespan)) and rescales per job of finished jobs.
 SimSummary summarise(const std::vector<JobResult>& jobs, const std::string& policy, int totalGpus);
+
+// Mean share of `totalGpus` held by the timeline's samples over [from, to]; 0 for an empty span.
+double utilisationBetween(const std::vector<AllocationSample>& timeline, double from, double to,
+                          int totalGpus);
 
 // The q-quantile (0..1) by linear interpolation between order statistics.
 double quantile(std::vector<double> values, double q);

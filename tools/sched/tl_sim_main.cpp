@@ -23,18 +23,23 @@ constexpr const char* kSummary =
     "\n"
     "Policies: yarn-cs (capacity queues, FIFO, gang, no elasticity), las (Tiresias-like least\n"
     "attained service, preemptive, gang), elastic (min..max GPUs of one kind, fair shares),\n"
-    "elastic-hetero (several kinds at once, ESTs placed by tl's planner). Each allocation\n"
+    "elastic-hetero (several kinds at once, ESTs placed by tl's planner), goodput (Pollux-style:\n"
+    "every 60 s all allocations chosen together for the p = -1 mean of speedups over a fair\n"
+    "share, each change charged the rescale cost). Each allocation\n"
     "change of a running job costs --rescale-cost seconds of progress. Writes DIR/summary.csv,\n"
     "DIR/jobs_<policy>.csv, DIR/trace.csv and DIR/jct_cdf.png, DIR/allocation.png,\n"
-    "DIR/mean_jct.png. Trace columns: id,arrival_s,model,work_samples,min_gpus,max_gpus\n"
+    "DIR/mean_jct.png; per policy also the queueing share of JCT and the utilisation during\n"
+    "the arrival window (util-a). Trace columns: "
+    "id,arrival_s,model,work_samples,min_gpus,max_gpus\n"
     "[,request_gpus][,ests][,queue]; profiles: model,kind,gpus,samples_per_s (see README).\n"
     "`tl-sim resources --help`: GPUs, CPU cores and cache memory scheduled together.";
 
 int runSim(int argc, char** argv) {
   using namespace tl;
   using namespace tl::sched;
-  std::string presetName, tracePath, kinds, queues, profilesPath, policies = "yarn-cs,las,elastic,elastic-hetero", out;
-  double rescaleCost = 0, startCost = 0;
+  std::string presetName, tracePath, kinds, queues, profilesPath,
+      policies = "yarn-cs,las,elastic,elastic-hetero,goodput", out;
+  double rescaleCost = 0, startCost = 0, load = 0;
   int64_t seed = 1;
   int jobs = 0;
   auto app = cli::makeApp(kProgram, kSummary);
@@ -49,6 +54,11 @@ int runSim(int argc, char** argv) {
   cli::addDouble(*app, "--start-cost", &startCost,
                  "seconds a job's first start takes before it progresses", 0, 1e6);
   cli::addInt(*app, "--seed", &seed, "generator seed (presets)", 0);
+  cli::addDouble(*app, "--load", &load,
+                 "with --preset: L times the preset's arrival rate (jobs x L over its span, "
+                 "durations drawn alike), offered load over the arrival window "
+                 "GPU-time / (capacity x last arrival) = L",
+                 0.01, 100);
   cli::addInt(*app, "--jobs", &jobs, "with --preset: this many jobs instead of the preset's", 1, 10000000);
   app->add_option("--out", out, "output folder (required)");
   if (!cli::parse(*app, argc, argv)) return cli::kExitOk;
@@ -66,10 +76,12 @@ int runSim(int argc, char** argv) {
     if (!kinds.empty()) cluster.kinds = parseKinds(kinds, "--cluster");
     p.generator.seed = uint64_t(seed);
     if (jobs > 0) p.generator.jobs = jobs;
+    p.generator.arrivalLoad = load;
     p.generator.referenceKind = cluster.kinds[0].name;
     trace = generateTrace(p.generator, profiles);
   } else {
     TL_REQUIRE(!kinds.empty(), "--cluster: required with --trace (e.g. fast:32,mid:16)");
+    TL_REQUIRE(load == 0, "--load: only with --preset (a replayed trace keeps its arrivals)");
     cluster.kinds = parseKinds(kinds, "--cluster");
     trace = readTrace(tracePath);
     if (queues.empty()) {
@@ -91,14 +103,16 @@ int runSim(int argc, char** argv) {
     names.push_back(name);
   TL_REQUIRE(!names.empty(), "--policies: no policy given");
   const ThroughputModel model(cluster, profiles);
-  for (const auto& name : names) makePolicy(name, model);  // unknown names fail before any work
+  const PolicyOptions policyOptions{rescaleCost};
+  for (const auto& name : names)
+    makePolicy(name, model, policyOptions);  // unknown names fail first
   ensureWritableDir(out);
 
   std::vector<SimResult> results;
   std::vector<SimSummary> summaries;
   results.reserve(names.size());
   for (const auto& name : names) {
-    auto policy = makePolicy(name, model);
+    auto policy = makePolicy(name, model, policyOptions);
     const auto t0 = std::chrono::steady_clock::now();
     results.push_back(simulate(trace, model, *policy, {rescaleCost, startCost}));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
