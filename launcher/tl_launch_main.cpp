@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "common/allocator_tuning.h"
@@ -31,6 +32,7 @@
 #include "launcher/output_paths.h"
 #include "elastic/recovery/recovery_guard.h"
 #include "launcher/usage_recording.h"
+#include "runtime/comm/json_collectives.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
 #include "runtime/comm/mpi/mpi_spawn.h"
 #include "runtime/comm/nccl/nccl_communicator.h"
@@ -85,14 +87,11 @@ PeakMemory peakMemory(tl::comm::Communicator& world) {
 // --skip-corrupt: how many distinct files the job replaced (a file met by several processes
 // counts once).
 int64_t corruptFilesSkipped(tl::comm::Communicator& world, const std::vector<int64_t>& mine) {
-  at::Tensor count = at::full({1}, int64_t(mine.size()), at::kLong);
-  world.allreduce(count, tl::comm::ReduceOp::Max);
-  const int64_t width = count.item<int64_t>();
-  if (width == 0) return 0;
-  at::Tensor padded = at::full({width}, int64_t(-1), at::kLong);
-  for (size_t i = 0; i < mine.size(); ++i) padded[int64_t(i)] = mine[i];
-  at::Tensor all = std::get<0>(at::_unique(world.allgather(padded).flatten()));
-  return (all >= 0).sum().item<int64_t>();
+  std::set<int64_t> files;
+  for (const nlohmann::json& theirs : tl::comm::allgatherJson(world, mine)) {
+    for (const nlohmann::json& file : theirs) files.insert(file.get<int64_t>());
+  }
+  return int64_t(files.size());
 }
 
 }  // namespace

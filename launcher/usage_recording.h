@@ -76,7 +76,4 @@ class UsageObserver final : public est::StepObserver {
   UsageRecording& recording_;
 };
 
-// Collective over `c`: every member's `mine`, by rank.
-std::vector<std::string> allgatherText(comm::Communicator& c, const std::string& mine);
-
 }  // namespace tl::launcher

@@ -1,6 +1,5 @@
 #include "elastic/placement/auto_placement.h"
 
-#include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include "common/check.h"
 #include "elastic/placement/placement_planner.h"
 #include "elastic/placement/layout_text.h"
+#include "runtime/comm/json_collectives.h"
 
 namespace tl::elastic {
 namespace {
@@ -33,25 +33,21 @@ std::optional<std::vector<int>> AutoPlacer::afterStep(int64_t stepsDone, est::Es
   const double factor = options_.slowdownFor(host.rank(), stepsDone);
   executor.setEmulatedSlowdown(factor);
   if (!options_.enabled) return std::nullopt;
-  at::Tensor mine = at::zeros({2}, at::kDouble);
-  mine.data_ptr<double>()[0] = executor.lastComputePerEst();
-  mine.data_ptr<double>()[1] = executor.bytesPerEst();
-  const at::Tensor all = host.allgather(mine).contiguous();
+  const nlohmann::json mine = {executor.lastComputePerEst(), executor.bytesPerEst()};
+  const auto all = comm::allgatherJson(host, mine);
   if (host.rank() != 0) return std::nullopt;
   const std::string layout = executor.placement().toString();
-  if (layout != layout_ || executor.placement().processes() * 2 != all.numel()) {
+  if (layout != layout_ || executor.placement().processes() != int(all.size())) {
     // A new layout: its first step pays for the change (a new loader, first use); measure after.
     layout_ = layout;
     layoutSince_ = stepsDone;
     samples_.clear();
     return std::nullopt;
   }
-  const int p = executor.placement().processes();
   Sample s;
-  const double* a = all.data_ptr<double>();
-  for (int r = 0; r < p; ++r) {
-    s.secondsPerEst.push_back(a[2 * r]);
-    s.bytesPerEst.push_back(a[2 * r + 1]);
+  for (const nlohmann::json& measured : all) {
+    s.secondsPerEst.push_back(measured.at(0).get<double>());
+    s.bytesPerEst.push_back(measured.at(1).get<double>());
   }
   samples_.push_back(std::move(s));
   if (int64_t(samples_.size()) % options_.window != 0 || busy) return std::nullopt;

@@ -14,8 +14,10 @@
 #include <set>
 
 #include "common/check.h"
+#include "common/files.h"
 #include "est/executor_builder.h"
 #include "elastic/placement/layout_text.h"
+#include "runtime/comm/json_collectives.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
 #include "runtime/comm/nccl/nccl_communicator.h"
 
@@ -28,12 +30,6 @@ using elastic::countsOf;
 using elastic::joinInts;
 
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::string hostName() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
-  return name;
-}
 
 // The lead's answer to a request that names a layout, or the reason it cannot be had.
 std::optional<std::string> checkCounts(const std::vector<int>& counts, int logicalWorkers, int processes,
@@ -72,9 +68,6 @@ void warmUp(est::EstExecutor& executor) {
   for (auto& p : model.parameters()) p.mutable_grad() = at::Tensor();
 }
 
-// The command travels as int64s: a fixed header, then the lists.
-constexpr int kHeader = 6;
-
 }  // namespace
 
 json toJson(const JoinOffer& o) {
@@ -99,9 +92,21 @@ JoinOffer joinOfferFromJson(const json& j) {
   return o;
 }
 
+// The one encoding of a command: broadcast to the members, sent to each joiner with `current`.
 json commandJson(const LayoutCommand& c, const std::vector<int>& current) {
   return {{"kind", int64_t(c.kind)}, {"joiners", c.joiners}, {"target", c.target},
           {"leave", c.leave},        {"current", current},   {"checkpoint", c.checkpoint}};
+}
+
+LayoutCommand commandFromJson(const json& j) {
+  LayoutCommand c;
+  c.kind = LayoutCommand::Kind(j.at("kind").get<int64_t>());
+  c.joiners = j.at("joiners").get<int64_t>();
+  c.target = j.at("target").get<std::vector<int>>();
+  c.leave = j.at("leave").get<std::vector<int>>();
+  c.current = j.at("current").get<std::vector<int>>();
+  c.checkpoint = j.at("checkpoint").get<bool>();
+  return c;
 }
 
 // The request being carried out, on the lead.
@@ -219,27 +224,14 @@ void ElasticController::updateStatus(int64_t stepsDone, est::EstExecutor& execut
 // Every member's host name and device index, on the lead (for status and for the device a
 // started process takes). Collective over the members.
 void ElasticController::gatherHosts(est::EstExecutor& executor) {
-  // A row per member: host name (NUL-padded), device index, started by a grow (0/1).
-  constexpr int kWidth = 256;
-  constexpr int kName = kWidth - 8;
-  std::string me = hostName();
-  me.resize(kName, '\0');
-  at::Tensor mine = at::zeros({kWidth}, at::kByte);
-  auto* bytes = static_cast<uint8_t*>(mine.data_ptr());
-  std::memcpy(bytes, me.data(), kName - 1);
-  const int32_t ints[2] = {membership_.deviceIndex, membership_.startedWithTheJob ? 0 : 1};
-  std::memcpy(bytes + kName, ints, sizeof ints);
-  at::Tensor all = executor.comm().allgather(mine).contiguous();
+  const json mine = {{"host", hostName()}, {"device", membership_.deviceIndex}, {"grown", !membership_.startedWithTheJob}};
   memberHosts_.clear();
   memberDevices_.clear();
   startedSince_ = 0;
-  for (int r = 0; r < all.size(0); ++r) {
-    const auto* row = static_cast<const uint8_t*>(all[r].data_ptr());
-    memberHosts_.emplace_back(reinterpret_cast<const char*>(row));
-    int32_t theirs[2] = {0, 0};
-    std::memcpy(theirs, row + kName, sizeof theirs);
-    memberDevices_.push_back(theirs[0]);
-    startedSince_ += theirs[1];
+  for (const json& member : comm::allgatherJson(executor.comm(), mine)) {
+    memberHosts_.push_back(member.at("host").get<std::string>());
+    memberDevices_.push_back(member.at("device").get<int>());
+    startedSince_ += member.at("grown").get<bool>() ? 1 : 0;
   }
 }
 
@@ -464,30 +456,11 @@ est::StepAction ElasticController::afterStep(int64_t stepsDone, est::EstExecutor
     command.target = *replan;
     command.leave.assign(replan->size(), 0);
   }
-  // One broadcast from the lead: what changes at this boundary (almost always nothing).
-  comm::Communicator& host = executor.comm();
-  at::Tensor header = at::zeros({kHeader}, at::kLong);
-  auto* h = header.data_ptr<int64_t>();
-  h[0] = command.kind;
-  h[1] = command.joiners;
-  h[2] = command.checkpoint;
-  h[3] = int64_t(command.target.size());
-  h[4] = int64_t(command.leave.size());
-  host.broadcast(header, 0);
-  if (h[0] == LayoutCommand::None) return est::StepAction::Continue;
-  command.kind = LayoutCommand::Kind(h[0]);
-  command.joiners = h[1];
-  command.checkpoint = h[2] != 0;
-  at::Tensor lists = at::zeros({h[3] + h[4] + 1}, at::kLong);
-  if (lead()) {
-    auto* l = lists.data_ptr<int64_t>();
-    for (size_t i = 0; i < command.target.size(); ++i) l[i] = command.target[i];
-    for (size_t i = 0; i < command.leave.size(); ++i) l[h[3] + int64_t(i)] = command.leave[i];
-  }
-  host.broadcast(lists, 0);
-  const auto* l = lists.data_ptr<int64_t>();
-  command.target.assign(l, l + h[3]);
-  command.leave.assign(l + h[3], l + h[3] + h[4]);
+  // One broadcast from the lead: what changes at this boundary (almost always nothing: null).
+  const json sent = lead() && command.kind != LayoutCommand::None ? commandJson(command, {}) : json(nullptr);
+  const json received = comm::broadcastJson(executor.comm(), sent, 0);
+  if (received.is_null()) return est::StepAction::Continue;
+  command = commandFromJson(received);
 
   const std::string from = executor.placement().toString();
   const int fromProcesses = executor.placement().processes();
@@ -666,14 +639,7 @@ std::unique_ptr<JoinedProcess> joinRunningJob(comm::ParentLink& lead,
     return nullptr;
   }
   const json& join = answer.at("join");
-  const json& c = join.at("command");
-  LayoutCommand& command = joined->command;
-  command.kind = LayoutCommand::Kind(c.at("kind").get<int64_t>());
-  command.joiners = c.at("joiners").get<int64_t>();
-  command.target = c.at("target").get<std::vector<int>>();
-  command.leave = c.at("leave").get<std::vector<int>>();
-  command.current = c.at("current").get<std::vector<int>>();
-  command.checkpoint = c.at("checkpoint").get<bool>();
+  joined->command = commandFromJson(join.at("command"));
   joined->retired.push_back(std::move(m.host));  // the executor still uses it until it is admitted
   m.host = comm::joinLead(lead);
   m.host->setTimeout(collectiveTimeout(o.job));
