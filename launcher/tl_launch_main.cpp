@@ -24,13 +24,14 @@
 #include "elastic/job_checkpoint.h"
 #include "est/executor.h"
 #include "launcher/cache_metrics.h"
-#include "elastic/rescale/elastic_job.h"
 #include "launcher/job_errors.h"
 #include "launcher/launch_check.h"
 #include "launcher/launch_options.h"
 #include "launcher/loader_tuning.h"
 #include "launcher/output_paths.h"
 #include "elastic/recovery/recovery_guard.h"
+#include "elastic/rescale/elastic_controller.h"
+#include "elastic/rescale/join_running_job.h"
 #include "launcher/usage_recording.h"
 #include "runtime/comm/json_collectives.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
@@ -119,7 +120,7 @@ struct Ending {
   launcher::UsageRecording* usage = nullptr;     // resource recording
 };
 
-int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, launcher::ElasticController& controller,
+int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, elastic::ElasticController& controller,
                   elastic::CheckpointPolicy& policy, train::MetricsLog& metrics, const Ending& ending) {
   using namespace tl;
   est::EstExecutor& executor = *owned;
@@ -189,7 +190,7 @@ int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, launcher::ElasticCon
   return 0;
 }
 
-elastic::CheckpointPolicyOptions policyOptions(const launcher::JoinOffer& o) {
+elastic::CheckpointPolicyOptions policyOptions(const elastic::JoinOffer& o) {
   elastic::CheckpointPolicyOptions po;
   po.dir = o.checkpointDir;
   po.every = o.checkpointEvery;
@@ -206,9 +207,9 @@ int runJoined(comm::ParentLink& lead) {
   installStopSignal();
   // Resource recording from the join on; its memory floor is taken before the executor is built.
   std::unique_ptr<usage::UsageRecorder> usageRecorder;
-  std::unique_ptr<launcher::JoinedProcess> joined;
+  std::unique_ptr<elastic::JoinedProcess> joined;
   try {
-    joined = launcher::joinRunningJob(lead, [&](const JobConfig& job) {
+    joined = elastic::joinRunningJob(lead, [&](const JobConfig& job) {
       usageRecorder = std::make_unique<usage::UsageRecorder>(launcher::usageOptionsFor(job));
     });
   } catch (const std::exception& e) {
@@ -219,12 +220,12 @@ int runJoined(comm::ParentLink& lead) {
   }
   if (!joined) return 0;
   elastic::CheckpointPolicy policy(policyOptions(joined->offer));
-  launcher::ElasticSettings settings;
+  elastic::ElasticSettings settings;
   settings.offer = joined->offer;
   train::MetricsLog metrics;  // never the lead: rank 0 never leaves
   launcher::UsageRecording recording(*usageRecorder, metrics, /*startedByGrow=*/true);
   joined->membership.recorder = &recording;
-  launcher::ElasticController controller(joined->membership, policy, settings, nullptr);
+  elastic::ElasticController controller(joined->membership, policy, settings, nullptr);
   elastic::AutoPlacer placer(joined->offer.autoPlacement, nullptr);
   controller.setAutoPlacer(&placer);
   controller.apply(joined->command, *joined->executor, &lead);
@@ -314,7 +315,7 @@ int runLaunch(int argc, char** argv) {
     metrics = train::MetricsLog(joinPath(job.outputDir, "metrics.jsonl"), /*append=*/resumed);
     launcher::reportCacheInEpochRecords(metrics, executor->data().train->dataset());
   }
-  launcher::JoinOffer offer;
+  elastic::JoinOffer offer;
   offer.job = job;
   if (!job.dataDir.empty()) offer.job.dataDir = std::filesystem::absolute(job.dataDir).lexically_normal().string();
   if (!job.outputDir.empty()) offer.job.outputDir = std::filesystem::absolute(job.outputDir).string();
@@ -332,14 +333,14 @@ int runLaunch(int argc, char** argv) {
                                            executor->data().train->dataset().sampleCache());
     executor->setLoaderTuner(tuner.get());
   }
-  launcher::Membership membership;
+  elastic::Membership membership;
   membership.useNccl = gpuComm != nullptr;
   membership.deviceIndex = job.deviceIndex;
   membership.host = std::move(world);
   membership.gpu = std::move(gpuComm);
   launcher::UsageRecording recording(*usageRecorder, metrics, /*startedByGrow=*/false);
   membership.recorder = &recording;
-  launcher::ElasticSettings settings;
+  elastic::ElasticSettings settings;
   settings.program = std::filesystem::read_symlink("/proc/self/exe").string();
   settings.controlBind = options.controlBind == "none" ? "" : options.controlBind;
   settings.controlPort = options.controlPort;
@@ -348,7 +349,7 @@ int runLaunch(int argc, char** argv) {
   settings.startedWithTheJob = membership.host->size();
   settings.joinTimeoutSeconds = options.joinTimeoutSeconds;
   settings.offer = offer;
-  launcher::ElasticController controller(membership, policy, settings, lead ? &metrics : nullptr);
+  elastic::ElasticController controller(membership, policy, settings, lead ? &metrics : nullptr);
   elastic::AutoPlacer placer(options.autoPlacement, lead ? &metrics : nullptr);
   controller.setAutoPlacer(&placer);
   executor->setEmulatedSlowdown(options.autoPlacement.slowdownFor(membership.host->rank(), executor->stepsDone()));

@@ -28,7 +28,7 @@ usage::UsageOptions usageOptionsFor(const JobConfig& job);
 // others keep theirs and hand them over when they leave (beforeLeave) or at the end (gather).
 //
 // Threading: the training thread only.
-class UsageRecording final : public MembershipRecorder {
+class UsageRecording final : public elastic::MembershipRecorder {
  public:
   // `metrics`: the lead's log (a no-op log elsewhere); both outlive this.
   UsageRecording(usage::UsageRecorder& recorder, train::MetricsLog& metrics, bool startedByGrow);
