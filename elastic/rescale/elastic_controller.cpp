@@ -17,6 +17,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
+// Every boundary's broadcast: null (nothing changes) is one byte, a command for a few members
+// fits too; a larger one costs a second broadcast.
+const comm::JsonCollectiveOptions kBoundaryCollective{64, {}};
+
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::vector<std::string> hostNames(const control::Request& r) {
@@ -203,7 +207,7 @@ est::StepAction ElasticController::afterStep(int64_t stepsDone, est::EstExecutor
   }
   // One broadcast from the lead: what changes at this boundary (almost always nothing: null).
   const json sent = lead() && command.kind != LayoutCommand::None ? toJson(command) : json(nullptr);
-  const json received = comm::broadcastJson(executor.comm(), sent, 0);
+  const json received = comm::broadcastJson(executor.comm(), sent, 0, kBoundaryCollective);
   if (received.is_null()) return est::StepAction::Continue;
   command = layoutCommandFromJson(received);
   if (command.kind == LayoutCommand::Checkpoint || command.kind == LayoutCommand::Stop)
