@@ -1,12 +1,13 @@
 #include "launcher/job_errors.h"
 
-#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <optional>
 
 #include "common/check.h"
+#include "runtime/comm/json_collectives.h"
 #include "runtime/train/out_of_memory.h"
 
 namespace tl::launcher {
@@ -52,11 +53,10 @@ int prepareOnAllRanks(comm::Communicator& world, const std::string& program,
     code = exitCodeFor(e);
     message = errorMessage(e);
   }
-  at::Tensor mine = at::full({1}, code, at::kInt);
-  at::Tensor all = world.allgather(mine).view({-1});
+  const auto all = comm::allgatherJson(world, code);
   int firstFailed = -1, worst = 0;
   for (int r = 0; r < world.size(); ++r) {
-    int c = all[r].item<int>();
+    const int c = all.at(size_t(r)).get<int>();
     if (c != 0 && firstFailed < 0) firstFailed = r;
     worst = std::max(worst, c);
   }

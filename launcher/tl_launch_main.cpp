@@ -5,12 +5,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <ATen/ATen.h>
-#include <torch/cuda.h>
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -19,24 +16,22 @@
 #include "common/files.h"
 #include "common/signals.h"
 #include "common/version.h"
-#include "elastic/checkpoint_policy.h"
 #include "elastic/job_checkpoint.h"
 #include "est/executor.h"
 #include "launcher/cache_metrics.h"
-#include "elastic/rescale/elastic_job.h"
 #include "launcher/job_errors.h"
 #include "launcher/launch_check.h"
 #include "launcher/launch_options.h"
 #include "launcher/loader_tuning.h"
 #include "launcher/output_paths.h"
 #include "elastic/recovery/recovery_guard.h"
+#include "elastic/rescale/elastic_controller.h"
+#include "elastic/rescale/join_running_job.h"
+#include "launcher/training_process.h"
 #include "launcher/usage_recording.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
 #include "runtime/comm/mpi/mpi_spawn.h"
 #include "runtime/comm/nccl/nccl_communicator.h"
-#include "runtime/models/state_dict_io.h"
-#include "runtime/train/summary.h"
-#include "runtime/train/trainer_result.h"
 #include "runtime/usage/counting_communicator.h"
 
 namespace {
@@ -60,144 +55,7 @@ int localRankFromEnvironment() {
   return 0;
 }
 
-// Peak resident memory (VmHWM) over the job's processes: the largest one and the sum.
-struct PeakMemory {
-  double maxMb = 0, sumMb = 0;
-};
-
-double ownPeakRssMb() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;  // kB
-  }
-  return 0;
-}
-
-PeakMemory peakMemory(tl::comm::Communicator& world) {
-  const double mine = ownPeakRssMb();
-  at::Tensor v = at::full({1}, mine, at::kDouble);
-  at::Tensor m = v.clone();
-  world.allreduce(v, tl::comm::ReduceOp::Sum);
-  world.allreduce(m, tl::comm::ReduceOp::Max);
-  return {m.item<double>(), v.item<double>()};
-}
-
-// --skip-corrupt: how many distinct files the job replaced (a file met by several processes
-// counts once).
-int64_t corruptFilesSkipped(tl::comm::Communicator& world, const std::vector<int64_t>& mine) {
-  at::Tensor count = at::full({1}, int64_t(mine.size()), at::kLong);
-  world.allreduce(count, tl::comm::ReduceOp::Max);
-  const int64_t width = count.item<int64_t>();
-  if (width == 0) return 0;
-  at::Tensor padded = at::full({width}, int64_t(-1), at::kLong);
-  for (size_t i = 0; i < mine.size(); ++i) padded[int64_t(i)] = mine[i];
-  at::Tensor all = std::get<0>(at::_unique(world.allgather(padded).flatten()));
-  return (all >= 0).sum().item<int64_t>();
-}
-
-}  // namespace
-
-// libtorch's CUDA caching allocator, when this libtorch has one (a CPU-only libtorch does not:
-// the weak reference is then null).
-namespace c10::cuda::CUDACachingAllocator {
-__attribute__((weak)) void emptyCache();
-}
-
-namespace {
-
 using namespace tl;  // this file is tl-launch's main: the whole runtime is its vocabulary
-
-void releaseCachedDeviceMemory() {
-  if (&c10::cuda::CUDACachingAllocator::emptyCache != nullptr) c10::cuda::CUDACachingAllocator::emptyCache();
-}
-
-// What ends a launch, on the members still in the job at its end: the summary (lead) and the
-// final barrier. A process that left the job (in-place shrink) just returns.
-struct Ending {
-  bool resumed = false;
-  std::string checkpointDir;
-  launcher::RecoveryGuard* recovery = nullptr;  // under tl-run: the observer run() reports to
-  launcher::UsageRecording* usage = nullptr;     // resource recording
-};
-
-int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, launcher::ElasticController& controller,
-                  elastic::CheckpointPolicy& policy, train::MetricsLog& metrics, const Ending& ending) {
-  using namespace tl;
-  est::EstExecutor& executor = *owned;
-  est::StepObserver* observer = ending.recovery ? static_cast<est::StepObserver*>(ending.recovery) : &controller;
-  std::optional<launcher::UsageObserver> recording;
-  if (ending.usage) {
-    recording.emplace(observer, *ending.usage);
-    observer = &*recording;
-    ending.usage->recorder().start();
-  }
-  train::TrainResult result = executor.run(metrics, observer);
-  controller.finish(policy.stopped() ? "the job stopped" : "the job has finished");
-  if (!executor.inJob()) {
-    if (ending.recovery) ending.recovery->leave();
-    if (ending.usage) ending.usage->recorder().finish();  // its figures went to the lead as it left
-    spdlog::info("this process left the job after step {}", executor.stepsDone());
-    // It may have to wait for the job's end (mpirun's own processes finalize together): it
-    // gives back its memory and, on a GPU, the device memory libtorch keeps cached.
-    const bool cuda = executor.config().device.isCuda();
-    owned.reset();
-    if (cuda) releaseCachedDeviceMemory();
-    return 0;
-  }
-  comm::Communicator& host = executor.comm();
-  const bool lead = host.rank() == 0;
-  const PeakMemory memory = peakMemory(host);
-  const int64_t corruptFiles = corruptFilesSkipped(host, result.corruptSamples);
-  const nlohmann::json usagePerProcess = ending.usage ? ending.usage->gather(host) : nlohmann::json();
-  const nlohmann::json usage = ending.usage ? ending.usage->recorder().finish() : nlohmann::json();
-  const JobConfig& job = executor.config();
-  if (lead) {
-    train::RunInfo info;
-    info.processes = host.size();
-    info.logicalWorkers = executor.placement().logicalWorkers();
-    info.placement = executor.placement().toString();
-    auto summary = train::summaryJson(result, job, info);
-    summary["resumed"] = ending.resumed;
-    summary["stopped_at_checkpoint"] = policy.stopped();
-    summary["total_steps"] = executor.plan().totalSteps;
-    summary["peak_rss_mb"] = memory.maxMb;
-    summary["peak_rss_mb_sum"] = memory.sumMb;
-    summary["corrupt_files_skipped"] = corruptFiles;
-    summary["usage"] = usage;
-    summary["usage_processes"] = usagePerProcess;
-    summary["inplace_rescales"] = controller.rescales();
-    summary["inplace_rescale_max_pause_s"] = controller.maxPauseSeconds();
-    if (ending.recovery) summary["recovery"] = ending.recovery->counts();
-    if (controller.autoPlacer()) controller.autoPlacer()->addToSummary(summary);
-    if (!job.outputDir.empty()) train::writeSummary(summary, job.outputDir);
-    if (!job.saveModel.empty()) models::saveStateDict(executor.model(), job.saveModel);
-    spdlog::info("{} {} steps in {:.1f} s, {:.1f} images/s, final loss {:.4f}{}",
-                 policy.stopped() ? "stopped after" : "done:", result.stepsThisRun, result.wallSeconds,
-                 result.imagesPerSecond, result.finalLoss,
-                 result.evaluated ? tl::str(", test accuracy ", result.testAccuracy * 100, "%") : "");
-    spdlog::info("params_sha256 {}", result.paramsSha256);
-    if (policy.stopped() && !ending.checkpointDir.empty()) {
-      std::printf("%s: checkpoint at step %lld written to %s; continue with: mpirun -np P %s --resume %s\n",
-                  kProgram, (long long)result.steps, ending.checkpointDir.c_str(), kProgram,
-                  ending.checkpointDir.c_str());
-    } else if (policy.stopped()) {
-      std::printf("%s: stop requested, but no --checkpoint-dir or --output-dir: stopped without a checkpoint\n",
-                  kProgram);
-    }
-    std::fflush(stdout);
-  }
-  host.barrier();
-  return 0;
-}
-
-elastic::CheckpointPolicyOptions policyOptions(const launcher::JoinOffer& o) {
-  elastic::CheckpointPolicyOptions po;
-  po.dir = o.checkpointDir;
-  po.every = o.checkpointEvery;
-  po.stopAtStep = o.stopAtStep;
-  po.stopRequested = &gStopRequested;
-  return po;
-}
 
 // A process started by an in-place grow (tl-ctl rescale): gets ready while the job trains, joins
 // at a step boundary, and from then on is a member like any other.
@@ -207,9 +65,9 @@ int runJoined(comm::ParentLink& lead) {
   installStopSignal();
   // Resource recording from the join on; its memory floor is taken before the executor is built.
   std::unique_ptr<usage::UsageRecorder> usageRecorder;
-  std::unique_ptr<launcher::JoinedProcess> joined;
+  std::unique_ptr<elastic::JoinedProcess> joined;
   try {
-    joined = launcher::joinRunningJob(lead, [&](const JobConfig& job) {
+    joined = elastic::joinRunningJob(lead, [&](const JobConfig& job) {
       usageRecorder = std::make_unique<usage::UsageRecorder>(launcher::usageOptionsFor(job));
     });
   } catch (const std::exception& e) {
@@ -219,28 +77,15 @@ int runJoined(comm::ParentLink& lead) {
     return 0;
   }
   if (!joined) return 0;
-  elastic::CheckpointPolicy policy(policyOptions(joined->offer));
-  launcher::ElasticSettings settings;
+  elastic::ElasticSettings settings;
   settings.offer = joined->offer;
   train::MetricsLog metrics;  // never the lead: rank 0 never leaves
-  launcher::UsageRecording recording(*usageRecorder, metrics, /*startedByGrow=*/true);
-  joined->membership.recorder = &recording;
-  launcher::ElasticController controller(joined->membership, policy, settings, nullptr);
-  elastic::AutoPlacer placer(joined->offer.autoPlacement, nullptr);
-  controller.setAutoPlacer(&placer);
-  controller.apply(joined->command, *joined->executor, &lead);
-  joined->retired.clear();
-  recording.joinedAt(joined->executor->stepsDone());
-  if (!joined->offer.recoveryDir.empty()) {
-    gRecovery = std::make_unique<launcher::RecoveryGuard>(joined->offer.recoveryDir, controller, *joined->executor);
-    gRecovery->watchTermination();
-  }
-  Ending ending;
-  ending.recovery = gRecovery.get();
+  launcher::TrainingProcess process(joined->membership, *usageRecorder, metrics, settings, &gStopRequested);
+  process.startJoined(*joined, lead, gRecovery);
+  launcher::TrainingEnding ending;
   ending.resumed = true;
   ending.checkpointDir = joined->offer.checkpointDir;
-  ending.usage = &recording;
-  const int rc = trainToTheEnd(joined->executor, controller, policy, metrics, ending);
+  const int rc = process.trainToTheEnd(joined->executor, ending);
   gRecovery.reset();
   return rc;
 }
@@ -315,7 +160,7 @@ int runLaunch(int argc, char** argv) {
     metrics = train::MetricsLog(joinPath(job.outputDir, "metrics.jsonl"), /*append=*/resumed);
     launcher::reportCacheInEpochRecords(metrics, executor->data().train->dataset());
   }
-  launcher::JoinOffer offer;
+  elastic::JoinOffer offer;
   offer.job = job;
   if (!job.dataDir.empty()) offer.job.dataDir = std::filesystem::absolute(job.dataDir).lexically_normal().string();
   if (!job.outputDir.empty()) offer.job.outputDir = std::filesystem::absolute(job.outputDir).string();
@@ -326,21 +171,18 @@ int runLaunch(int argc, char** argv) {
   offer.stopAtStep = options.stopAtStep;
   if (!options.recoveryDir.empty()) offer.recoveryDir = std::filesystem::absolute(options.recoveryDir).string();
   offer.autoPlacement = options.autoPlacement;
-  elastic::CheckpointPolicy policy(policyOptions(offer));
   std::unique_ptr<launcher::CoordinatorTuner> tuner;
   if (job.autoWorkers) {
     tuner = launcher::connectToCoordinator(job, options.coordinatorDir, world->rank(),
                                            executor->data().train->dataset().sampleCache());
     executor->setLoaderTuner(tuner.get());
   }
-  launcher::Membership membership;
+  elastic::Membership membership;
   membership.useNccl = gpuComm != nullptr;
   membership.deviceIndex = job.deviceIndex;
   membership.host = std::move(world);
   membership.gpu = std::move(gpuComm);
-  launcher::UsageRecording recording(*usageRecorder, metrics, /*startedByGrow=*/false);
-  membership.recorder = &recording;
-  launcher::ElasticSettings settings;
+  elastic::ElasticSettings settings;
   settings.program = std::filesystem::read_symlink("/proc/self/exe").string();
   settings.controlBind = options.controlBind == "none" ? "" : options.controlBind;
   settings.controlPort = options.controlPort;
@@ -349,27 +191,13 @@ int runLaunch(int argc, char** argv) {
   settings.startedWithTheJob = membership.host->size();
   settings.joinTimeoutSeconds = options.joinTimeoutSeconds;
   settings.offer = offer;
-  launcher::ElasticController controller(membership, policy, settings, lead ? &metrics : nullptr);
-  elastic::AutoPlacer placer(options.autoPlacement, lead ? &metrics : nullptr);
-  controller.setAutoPlacer(&placer);
-  executor->setEmulatedSlowdown(options.autoPlacement.slowdownFor(membership.host->rank(), executor->stepsDone()));
-  controller.startControl(*executor);
-  if (!offer.recoveryDir.empty()) {
-    failed = launcher::prepareOnAllRanks(executor->comm(), kProgram, [&] {
-      gRecovery = std::make_unique<launcher::RecoveryGuard>(offer.recoveryDir, controller, *executor);
-    });
-    if (failed) return failed;
-    gRecovery->setMetrics(lead ? &metrics : nullptr);
-    gRecovery->start(*executor);
-    gRecovery->watchTermination();
-    if (lead) gRecovery->setStatusSink([&controller](const nlohmann::json& c) { controller.annotateStatus("recovery", c); });
-  }
-  Ending ending;
+  launcher::TrainingProcess process(membership, *usageRecorder, metrics, settings, &gStopRequested);
+  failed = process.startLaunched(*executor, gRecovery);
+  if (failed) return failed;
+  launcher::TrainingEnding ending;
   ending.resumed = resumed;
   ending.checkpointDir = options.checkpointDir;
-  ending.recovery = gRecovery.get();
-  ending.usage = &recording;
-  const int rc = trainToTheEnd(executor, controller, policy, metrics, ending);
+  const int rc = process.trainToTheEnd(executor, ending);
   gRecovery.reset();
   tuner.reset();
   return rc;

@@ -4,19 +4,12 @@
 
 #include <ATen/ATen.h>
 
-#include <algorithm>
-#include <cstring>
-
+#include "common/files.h"
+#include "runtime/comm/json_collectives.h"
 #include "runtime/usage/counting_communicator.h"
 
 namespace tl::launcher {
 namespace {
-
-std::string hostName() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
-  return name;
-}
 
 nlohmann::json orNull(const std::optional<int64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
@@ -28,18 +21,6 @@ usage::UsageOptions usageOptionsFor(const JobConfig& job) {
   o.gpu = job.device.isCuda();
   o.deviceIndex = job.deviceIndex;
   return o;
-}
-
-std::vector<std::string> allgatherText(comm::Communicator& c, const std::string& mine) {
-  at::Tensor lengths = c.allgather(at::full({1}, int64_t(mine.size()), at::kLong)).contiguous().view({-1});
-  const int64_t width = std::max<int64_t>(1, lengths.max().item<int64_t>());
-  at::Tensor padded = at::zeros({width}, at::kByte);
-  std::memcpy(padded.data_ptr<uint8_t>(), mine.data(), mine.size());
-  at::Tensor all = c.allgather(padded).contiguous();
-  std::vector<std::string> out;
-  const auto* bytes = reinterpret_cast<const char*>(all.data_ptr<uint8_t>());
-  for (int64_t r = 0; r < all.size(0); ++r) out.emplace_back(bytes + r * width, size_t(lengths[r].item<int64_t>()));
-  return out;
 }
 
 UsageRecording::UsageRecording(usage::UsageRecorder& recorder, train::MetricsLog& metrics, bool startedByGrow)
@@ -87,21 +68,21 @@ nlohmann::json UsageRecording::publish(nlohmann::json report) {
 void UsageRecording::beforeLeave(comm::Communicator& host, const std::vector<int>& leave, int64_t stepsDone) {
   const int rank = host.rank();
   const bool leaving = leave.at(size_t(rank)) != 0;
-  const auto all = allgatherText(host, leaving ? report(rank, stepsDone).dump() : std::string());
+  const auto all = comm::allgatherJson(host, leaving ? report(rank, stepsDone) : nlohmann::json());
   if (leaving) windows_.clear();
   if (rank != 0) return;
   for (size_t r = 0; r < all.size(); ++r) {
-    if (leave.at(r) != 0) departed_.push_back(publish(nlohmann::json::parse(all[r])));
+    if (leave.at(r) != 0) departed_.push_back(publish(all[r]));
   }
 }
 
 nlohmann::json UsageRecording::gather(comm::Communicator& host) {
   const int rank = host.rank();
-  const auto all = allgatherText(host, report(rank, std::nullopt).dump());
+  const auto all = comm::allgatherJson(host, report(rank, std::nullopt));
   windows_.clear();
   nlohmann::json out = nlohmann::json::array();
   if (rank != 0) return out;
-  for (const std::string& text : all) out.push_back(publish(nlohmann::json::parse(text)));
+  for (const nlohmann::json& theirs : all) out.push_back(publish(theirs));
   for (const auto& d : departed_) out.push_back(d);
   return out;
 }

@@ -28,7 +28,7 @@ usage::UsageOptions usageOptionsFor(const JobConfig& job);
 // others keep theirs and hand them over when they leave (beforeLeave) or at the end (gather).
 //
 // Threading: the training thread only.
-class UsageRecording final : public MembershipRecorder {
+class UsageRecording final : public elastic::MembershipRecorder {
  public:
   // `metrics`: the lead's log (a no-op log elsewhere); both outlive this.
   UsageRecording(usage::UsageRecorder& recorder, train::MetricsLog& metrics, bool startedByGrow);
@@ -75,8 +75,5 @@ class UsageObserver final : public est::StepObserver {
   est::StepObserver* inner_;
   UsageRecording& recording_;
 };
-
-// Collective over `c`: every member's `mine`, by rank.
-std::vector<std::string> allgatherText(comm::Communicator& c, const std::string& mine);
 
 }  // namespace tl::launcher

@@ -1,14 +1,14 @@
 // --placement auto: plans how many ESTs each process runs from measured speeds, and re-plans
-// while the job runs. The moves are in-place placement changes (ElasticController), so the
+// while the job runs. The moves are in-place placement changes (elastic/rescale/elastic_controller.h), so the
 // result is that of DDP mode whatever the plan (docs/design.md, "Automatic placement").
 //
 // Every step boundary, on every member, in the same order (it is part of the job's collective
 // sequence): the slowdown of --emulate-slowdown(-at) for the next step is set, and, with auto
 // placement, one allgather of each member's measurement (compute seconds per EST in the step
 // just done, forward + backward without communication; bytes one more EST holds). The lead
-// keeps the measurements of the current layout and, every `window` steps, plans
-// (elastic/placement/placement_planner.h) and decides; its decision travels in the controller's
-// broadcast like a tl-ctl placement request.
+// keeps the measurements of the current layout and, every `window` steps, plans and decides
+// (replan_policy.h); its decision travels in the controller's broadcast like a tl-ctl
+// placement request.
 //
 // Threading: the training thread; statusJson() from the control server's thread.
 #pragma once
@@ -23,6 +23,7 @@
 
 #include "est/executor.h"
 #include "elastic/placement/auto_placement_options.h"
+#include "elastic/placement/replan_policy.h"
 #include "runtime/train/metrics.h"
 
 namespace tl::elastic {
@@ -46,19 +47,9 @@ class AutoPlacer {
   void addToSummary(nlohmann::json& summary) const;
 
  private:
-  struct Sample {
-    std::vector<double> secondsPerEst;  // by rank
-    std::vector<double> bytesPerEst;
-  };
-  std::optional<std::vector<int>> decide(int64_t stepsDone, est::EstExecutor& executor);
-
   AutoPlacementOptions options_;
   train::MetricsLog* metrics_;
-  std::string layout_;            // the placement the samples were measured on
-  int64_t layoutSince_ = -1;      // the boundary it started at
-  std::vector<Sample> samples_;   // lead: measurements on `layout_`
-  int64_t lastMove_ = -1;         // lead: the boundary of the last move (-1: none)
-  std::vector<int> pending_;      // lead: the plan of the last window, when it asked for a move
+  ReplanPolicy policy_;  // lead: the measurements and the decisions
   int replans_ = 0;
   mutable std::mutex mutex_;
   nlohmann::json last_ = nlohmann::json::object();

@@ -6,8 +6,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <ATen/ATen.h>
-
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +15,7 @@
 #include "common/files.h"
 #include "common/signals.h"
 #include "elastic/job_checkpoint.h"
+#include "runtime/comm/json_collectives.h"
 
 namespace tl::launcher {
 namespace {
@@ -86,20 +85,10 @@ RecoveryGuard::~RecoveryGuard() {
 }
 
 void RecoveryGuard::start(est::EstExecutor& executor) {
-  comm::Communicator& comm = executor.comm();
-  constexpr int kHostBytes = 256;
-  at::Tensor mine = at::zeros({8 + kHostBytes}, at::kByte);
-  const int64_t pid = ::getpid();
-  std::memcpy(mine.data_ptr<uint8_t>(), &pid, 8);
-  std::memcpy(mine.data_ptr<uint8_t>() + 8, host_.data(), std::min<size_t>(host_.size(), kHostBytes - 1));
-  at::Tensor all = comm.allgather(mine).contiguous();
-  const uint8_t* p = all.data_ptr<uint8_t>();
-  for (int r = 0; r < comm.size(); ++r) {
-    const uint8_t* rec = p + int64_t(r) * (8 + kHostBytes);
-    int64_t memberPid;
-    std::memcpy(&memberPid, rec, 8);
-    members_.push_back({{"rank", r}, {"pid", memberPid}, {"host", std::string(reinterpret_cast<const char*>(rec + 8))}});
-  }
+  const nlohmann::json mine = {{"pid", int64_t(::getpid())}, {"host", host_}};
+  const auto all = comm::allgatherJson(executor.comm(), mine);
+  for (size_t r = 0; r < all.size(); ++r)
+    members_.push_back({{"rank", int(r)}, {"pid", all[r].at("pid")}, {"host", all[r].at("host")}});
   snapshot(executor);
 }
 

@@ -1,5 +1,5 @@
 // What resource recording (launcher/usage_recording.h) needs from an in-place rescale
-// (elastic/rescale/elastic_job.h), without the rescale knowing about recording: the communicators the
+// (elastic/rescale/membership.h), without the rescale knowing about recording: the communicators the
 // executor is given are the recorder's views of the raw ones (counting their traffic), and the
 // members that leave hand their figures to the lead before they go.
 #pragma once
@@ -9,7 +9,7 @@
 
 #include "runtime/comm/communicator.h"
 
-namespace tl::launcher {
+namespace tl::elastic {
 
 class MembershipRecorder {
  public:
@@ -21,4 +21,4 @@ class MembershipRecorder {
   virtual void beforeLeave(comm::Communicator& host, const std::vector<int>& leave, int64_t stepsDone) = 0;
 };
 
-}  // namespace tl::launcher
+}  // namespace tl::elastic

@@ -1,0 +1,190 @@
+#include "launcher/training_process.h"
+
+#include <spdlog/spdlog.h>
+
+#include <ATen/ATen.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "common/check.h"
+#include "launcher/job_errors.h"
+#include "runtime/comm/json_collectives.h"
+#include "runtime/models/state_dict_io.h"
+#include "runtime/train/summary.h"
+#include "runtime/train/trainer_result.h"
+
+// libtorch's CUDA caching allocator, when this libtorch has one (a CPU-only libtorch does not:
+// the weak reference is then null).
+namespace c10::cuda::CUDACachingAllocator {
+__attribute__((weak)) void emptyCache();
+}
+
+namespace tl::launcher {
+namespace {
+
+constexpr const char* kProgram = "tl-launch";
+
+void releaseCachedDeviceMemory() {
+  if (&c10::cuda::CUDACachingAllocator::emptyCache != nullptr) c10::cuda::CUDACachingAllocator::emptyCache();
+}
+
+// Peak resident memory (VmHWM) over the job's processes: the largest one and the sum.
+struct PeakMemory {
+  double maxMb = 0, sumMb = 0;
+};
+
+double ownPeakRssMb() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;  // kB
+  }
+  return 0;
+}
+
+PeakMemory peakMemory(comm::Communicator& world) {
+  const double mine = ownPeakRssMb();
+  at::Tensor v = at::full({1}, mine, at::kDouble);
+  at::Tensor m = v.clone();
+  world.allreduce(v, comm::ReduceOp::Sum);
+  world.allreduce(m, comm::ReduceOp::Max);
+  return {m.item<double>(), v.item<double>()};
+}
+
+// --skip-corrupt: how many distinct files the job replaced (a file met by several processes
+// counts once).
+int64_t corruptFilesSkipped(comm::Communicator& world, const std::vector<int64_t>& mine) {
+  std::set<int64_t> files;
+  for (const nlohmann::json& theirs : comm::allgatherJson(world, mine)) {
+    for (const nlohmann::json& file : theirs) files.insert(file.get<int64_t>());
+  }
+  return int64_t(files.size());
+}
+
+}  // namespace
+
+elastic::CheckpointPolicyOptions policyOptions(const elastic::JoinOffer& o, const std::atomic<bool>* stopRequested) {
+  elastic::CheckpointPolicyOptions po;
+  po.dir = o.checkpointDir;
+  po.every = o.checkpointEvery;
+  po.stopAtStep = o.stopAtStep;
+  po.stopRequested = stopRequested;
+  return po;
+}
+
+TrainingProcess::TrainingProcess(elastic::Membership& membership, usage::UsageRecorder& recorder,
+                                 train::MetricsLog& metrics, elastic::ElasticSettings settings,
+                                 const std::atomic<bool>* stopRequested)
+    : membership_(membership),
+      recorder_(recorder),
+      metrics_(metrics),
+      lead_(membership.host->rank() == 0),
+      policy_(policyOptions(settings.offer, stopRequested)),
+      recording_(recorder, metrics, /*startedByGrow=*/!membership.startedWithTheJob),
+      controller_(membership, policy_, settings, lead_ ? &metrics : nullptr),
+      placer_(settings.offer.autoPlacement, lead_ ? &metrics : nullptr) {
+  membership_.recorder = &recording_;
+  controller_.setAutoPlacer(&placer_);
+}
+
+TrainingProcess::~TrainingProcess() = default;
+
+int TrainingProcess::startLaunched(est::EstExecutor& executor, std::unique_ptr<RecoveryGuard>& recovery) {
+  const elastic::JoinOffer& offer = controller_.offer();
+  executor.setEmulatedSlowdown(offer.autoPlacement.slowdownFor(membership_.host->rank(), executor.stepsDone()));
+  controller_.startControl(executor);
+  if (offer.recoveryDir.empty()) return 0;
+  const int failed = prepareOnAllRanks(executor.comm(), kProgram, [&] {
+    recovery = std::make_unique<RecoveryGuard>(offer.recoveryDir, controller_, executor);
+  });
+  if (failed) return failed;
+  recovery_ = recovery.get();
+  recovery_->setMetrics(lead_ ? &metrics_ : nullptr);
+  recovery_->start(executor);
+  recovery_->watchTermination();
+  if (lead_) recovery_->setStatusSink([this](const nlohmann::json& c) { controller_.annotateStatus("recovery", c); });
+  return 0;
+}
+
+void TrainingProcess::startJoined(elastic::JoinedProcess& joined, comm::ParentLink& lead,
+                                  std::unique_ptr<RecoveryGuard>& recovery) {
+  controller_.apply(joined.command, *joined.executor, &lead);
+  joined.retired.clear();
+  recording_.joinedAt(joined.executor->stepsDone());
+  if (joined.offer.recoveryDir.empty()) return;
+  recovery = std::make_unique<RecoveryGuard>(joined.offer.recoveryDir, controller_, *joined.executor);
+  recovery_ = recovery.get();
+  recovery_->watchTermination();
+}
+
+est::StepObserver& TrainingProcess::boundaryHooks() {
+  est::StepObserver* inner = recovery_ ? static_cast<est::StepObserver*>(recovery_) : &controller_;
+  usageObserver_ = std::make_unique<UsageObserver>(inner, recording_);
+  return *usageObserver_;
+}
+
+int TrainingProcess::trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, const TrainingEnding& ending) {
+  est::EstExecutor& executor = *owned;
+  est::StepObserver& hooks = boundaryHooks();
+  recorder_.start();
+  train::TrainResult result = executor.run(metrics_, &hooks);
+  controller_.finish(policy_.stopped() ? "the job stopped" : "the job has finished");
+  if (!executor.inJob()) {
+    if (recovery_) recovery_->leave();
+    recorder_.finish();  // its figures went to the lead as it left
+    spdlog::info("this process left the job after step {}", executor.stepsDone());
+    // It may have to wait for the job's end (mpirun's own processes finalize together): it
+    // gives back its memory and, on a GPU, the device memory libtorch keeps cached.
+    const bool cuda = executor.config().device.isCuda();
+    owned.reset();
+    if (cuda) releaseCachedDeviceMemory();
+    return 0;
+  }
+  comm::Communicator& host = executor.comm();
+  const PeakMemory memory = peakMemory(host);
+  const int64_t corruptFiles = corruptFilesSkipped(host, result.corruptSamples);
+  const nlohmann::json usagePerProcess = recording_.gather(host);
+  const nlohmann::json usage = recorder_.finish();
+  const JobConfig& job = executor.config();
+  if (lead_) {
+    train::RunInfo info;
+    info.processes = host.size();
+    info.logicalWorkers = executor.placement().logicalWorkers();
+    info.placement = executor.placement().toString();
+    auto summary = train::summaryJson(result, job, info);
+    summary["resumed"] = ending.resumed;
+    summary["stopped_at_checkpoint"] = policy_.stopped();
+    summary["total_steps"] = executor.plan().totalSteps;
+    summary["peak_rss_mb"] = memory.maxMb;
+    summary["peak_rss_mb_sum"] = memory.sumMb;
+    summary["corrupt_files_skipped"] = corruptFiles;
+    summary["usage"] = usage;
+    summary["usage_processes"] = usagePerProcess;
+    summary["inplace_rescales"] = controller_.rescales();
+    summary["inplace_rescale_max_pause_s"] = controller_.maxPauseSeconds();
+    if (recovery_) summary["recovery"] = recovery_->counts();
+    placer_.addToSummary(summary);
+    if (!job.outputDir.empty()) train::writeSummary(summary, job.outputDir);
+    if (!job.saveModel.empty()) models::saveStateDict(executor.model(), job.saveModel);
+    spdlog::info("{} {} steps in {:.1f} s, {:.1f} images/s, final loss {:.4f}{}",
+                 policy_.stopped() ? "stopped after" : "done:", result.stepsThisRun, result.wallSeconds,
+                 result.imagesPerSecond, result.finalLoss,
+                 result.evaluated ? tl::str(", test accuracy ", result.testAccuracy * 100, "%") : "");
+    spdlog::info("params_sha256 {}", result.paramsSha256);
+    if (policy_.stopped() && !ending.checkpointDir.empty()) {
+      std::printf("%s: checkpoint at step %lld written to %s; continue with: mpirun -np P %s --resume %s\n",
+                  kProgram, (long long)result.steps, ending.checkpointDir.c_str(), kProgram,
+                  ending.checkpointDir.c_str());
+    } else if (policy_.stopped()) {
+      std::printf("%s: stop requested, but no --checkpoint-dir or --output-dir: stopped without a checkpoint\n",
+                  kProgram);
+    }
+    std::fflush(stdout);
+  }
+  host.barrier();
+  return 0;
+}
+
+}  // namespace tl::launcher
