@@ -8,7 +8,8 @@
 #   clone  a second clone in another folder, its own build folder, the cache warm from both
 # Configurations: pch (today), pch+sloppy (ccache told sloppiness=pch_defines,time_macros and
 # base_dir), nopch+basedir (TL_PCH=OFF, base_dir set so another folder's paths match).
-#   bench/pch_vs_ccache.sh [WORK] ; TARGETS="tl_models tl_optim" JOBS=1 by default
+#   bench/pch_vs_ccache.sh [WORK] ; TARGETS="tl_models tl_optim" JOBS=1 by default (targets or
+#   object files); CONFIGS picks configurations; COLD_ONLY=pch times only that one's cold build
 set -euo pipefail
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
 WORK="${1:-/tmp/tl-pch-vs-ccache}"
@@ -35,10 +36,11 @@ build() {  # clone config cmake-args...
   cpu ninja -C "$WORK/$clone/build-$config" -j "$JOBS" $TARGETS
 }
 
-hits() { ccache -s | awk '/^ *Hits:/ {print $2; exit}'; }
+stat() { ccache --print-stats | awk -v k="$1" '$1 == k {print $2}'; }
+hits() { echo "$(( $(stat direct_cache_hit) + $(stat preprocessed_cache_hit) ))"; }
 
-printf "%-14s %8s %8s %8s   %s\n" config cold pull clone "ccache hits (cold/pull/clone, cumulative)"
-for config in pch pch+sloppy nopch+basedir; do
+printf "%-14s %8s %8s %8s   %s\n" config cold pull clone "ccache hits/could-not-use-PCH (cumulative) after cold, pull, clone"
+for config in ${CONFIGS:-pch pch+sloppy nopch+basedir}; do
   export CCACHE_DIR="$WORK/ccache-$config"
   unset CCACHE_SLOPPINESS CCACHE_BASEDIR
   args=()
@@ -47,10 +49,14 @@ for config in pch pch+sloppy nopch+basedir; do
     nopch+basedir) export CCACHE_BASEDIR="$WORK"; args=(-DTL_PCH=OFF) ;;
   esac
   ccache -z >/dev/null
-  cold=$(build a "$config" "${args[@]}"); h1=$(hits)
-  find "$WORK/a" -path "$WORK/a/build-*" -prune -o \( -name '*.cpp' -o -name '*.h' \) -print0 |
-    xargs -0 touch
-  pull=$(build a "$config" "${args[@]}"); h2=$(hits)
-  clone=$(build b "$config" "${args[@]}"); h3=$(hits)
-  printf "%-14s %8s %8s %8s   %s/%s/%s\n" "$config" "$cold" "$pull" "$clone" "$h1" "$h2" "$h3"
+  counts() { echo "$(hits)/$(stat could_not_use_precompiled_header)"; }
+  cold=$(build a "$config" "${args[@]}"); c1=$(counts)
+  pull=- clone=- c2=- c3=-
+  if [ -z "${COLD_ONLY:-}" ] || [ "$config" != "$COLD_ONLY" ]; then
+    find "$WORK/a" -path "$WORK/a/build-*" -prune -o \( -name '*.cpp' -o -name '*.h' \) -print0 |
+      xargs -0 touch
+    pull=$(build a "$config" "${args[@]}"); c2=$(counts)
+    clone=$(build b "$config" "${args[@]}"); c3=$(counts)
+  fi
+  printf "%-14s %8s %8s %8s   %s, %s, %s\n" "$config" "$cold" "$pull" "$clone" "$c1" "$c2" "$c3"
 done
