@@ -149,6 +149,16 @@ bool fileExists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+void requireRegularFile(const std::string& what, const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) inputError(what, " '", path, "' is missing");
+    inputError(what, " '", path, "' cannot be read: ", errnoText());
+  }
+  if (S_ISDIR(st.st_mode)) inputError(what, " '", path, "' is not a regular file (a folder)");
+  if (!S_ISREG(st.st_mode)) inputError(what, " '", path, "' is not a regular file");
+}
+
 void ensureWritableDir(const std::string& dir, const std::string& what) {
   TL_REQUIRE(!dir.empty(), what, " is empty");
   std::error_code ec;
