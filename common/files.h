@@ -17,7 +17,7 @@ namespace tl {
 void writeFileAtomic(const std::string& path, std::string_view bytes);
 
 // Removes the temporaries of writeFileAtomic in `dir` whose writer is provably dead: named
-// after a process of this host that no longer exists, and not locked. Anything else (a live
+// after a process of this host that has ended (none of that pid, or a zombie), and not locked. Anything else (a live
 // writer's, another host's, a name of another form) is kept. `name` empty: temporaries of
 // every file, else only those of `dir/name`. Returns the paths removed.
 std::vector<std::string> removeStaleTemporaries(const std::string& dir,
