@@ -58,6 +58,20 @@ std::optional<TemporaryWriter> temporaryWriter(const std::string& entry) {
   return TemporaryWriter{pid_t(std::stol(pid)), writer.substr(at + 1)};
 }
 
+// True when process `pid` of this host has ended: no such process, or one that has died and
+// waits only for its parent to collect its exit status (a zombie still answers kill(pid, 0),
+// and an orphan under an init that never reaps stays one for good).
+bool processHasEnded(pid_t pid) {
+  if (::kill(pid, 0) != 0) return errno == ESRCH;  // EPERM: alive, someone else's
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const size_t nameEnd = stat.rfind(')');  // "<pid> (<name>) <state> ...": names may hold ')'
+  if (!in || nameEnd == std::string::npos || nameEnd + 2 >= stat.size()) return false;
+  const char state = stat[nameEnd + 2];
+  return state == 'Z' || state == 'X';
+}
+
 }  // namespace
 
 std::string joinPath(const std::string& a, const std::string& b) {
@@ -119,7 +133,7 @@ std::vector<std::string> removeStaleTemporaries(const std::string& dir, const st
     if (entry.rfind(prefix, 0) != 0) continue;
     std::optional<TemporaryWriter> writer = temporaryWriter(entry);
     if (!writer || writer->host != host || writer->pid == ::getpid()) continue;
-    if (::kill(writer->pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to see
+    if (!processHasEnded(writer->pid)) continue;  // alive, or not ours to see
     const std::string path = it->path().string();
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) continue;
@@ -147,6 +161,16 @@ std::string readFile(const std::string& path) {
 bool fileExists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
+}
+
+void requireRegularFile(const std::string& what, const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) inputError(what, " '", path, "' is missing");
+    inputError(what, " '", path, "' cannot be read: ", errnoText());
+  }
+  if (S_ISDIR(st.st_mode)) inputError(what, " '", path, "' is not a regular file (a folder)");
+  if (!S_ISREG(st.st_mode)) inputError(what, " '", path, "' is not a regular file");
 }
 
 void ensureWritableDir(const std::string& dir, const std::string& what) {

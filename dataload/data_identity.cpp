@@ -51,6 +51,7 @@ std::vector<std::string> trainingFiles(const std::string& kind, const std::strin
 }
 
 int64_t fileBytes(const std::string& path) {
+  requireRegularFile("data file", path);
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0)
     inputError("data file '", path, "' cannot be read: ", std::strerror(errno));

@@ -41,9 +41,13 @@ std::vector<std::string> sortedEntries(const std::string& dir, bool wantFolders)
     TL_REQUIRE(!error, "image folder '", dir, "' cannot be read: ", error.message());
     const std::string name = it->path().filename().string();
     std::error_code typeError;  // a dangling link is neither, and not an error
-    const bool wanted = wantFolders ? it->is_directory(typeError)
-                                    : it->is_regular_file(typeError) && isJpegName(name);
-    if (wanted) names.push_back(name);
+    if (wantFolders) {
+      if (it->is_directory(typeError)) names.push_back(name);
+    } else if (isJpegName(name) && it->exists(typeError)) {
+      // An image name on a folder (or a fifo) would be data silently left out.
+      requireRegularFile("image", it->path().string());
+      names.push_back(name);
+    }
   }
   TL_REQUIRE(!error, "image folder '", dir, "' cannot be read: ", error.message());
   std::sort(names.begin(), names.end());
@@ -60,6 +64,11 @@ void readWholeFile(const std::string& path, std::vector<uint8_t>& bytes, bool dr
     const int saved = errno;
     ::close(fd);
     inputError("image '", path, "' cannot be read: ", std::strerror(saved));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    requireRegularFile("image", path);  // names what it is; replaced since it was listed
+    inputError("image '", path, "' is not a regular file");
   }
   bytes.resize(size_t(info.st_size));
   size_t done = 0;

@@ -31,7 +31,7 @@ struct DatasetFileStream::Source {
 
 DatasetFileStream::DatasetFileStream(const std::string& what, const std::string& path)
     : what_(what), path_(path), source_(std::make_unique<Source>()) {
-  if (!fileExists(path)) inputError(what, " file '", path, "' is missing");
+  requireRegularFile(what + " file", path);
   if (endsWith(path, ".gz")) {
     source_->gz = gzopen(path.c_str(), "rb");
     if (!source_->gz) inputError(what, " file '", path, "' cannot be read: ", std::strerror(errno));

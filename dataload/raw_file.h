@@ -11,8 +11,9 @@ namespace tl::data {
 
 // A dataset file read front to back; a name ending in ".gz" is inflated with zlib as it is read,
 // so a reader that knows how many bytes to expect (IDX headers) never inflates more than that.
-// Throws InputError: "<what> file '<path>' is missing", "... cannot be read: <reason>", "... is a
-// truncated gzip stream", "... is not valid gzip data: <reason>".
+// Throws InputError: "<what> file '<path>' is missing", "... is not a regular file (a folder)",
+// "... cannot be read: <reason>", "... is a truncated gzip stream", "... is not valid gzip data:
+// <reason>".
 class DatasetFileStream {
  public:
   DatasetFileStream(const std::string& what, const std::string& path);

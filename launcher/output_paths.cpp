@@ -60,17 +60,20 @@ HeldOutputs prepareOutputs(const LaunchOptions& options) {
     const std::string real = resolved(dir);
     bool covered = false;
     for (const auto& f : lockedFolders) covered = covered || inside(real, f);
-    if (covered) continue;  // e.g. the default checkpoint folder inside the output folder
-    JobLock lock(dir, p.flag);
-    if (!lock.tookOver().empty()) {
-      spdlog::warn("{} '{}': taking over from a job that ended without letting go of it ({})",
-                   p.flag, dir, lock.tookOver());
+    // A folder inside one already locked (the default checkpoint folder inside the output
+    // folder) needs no lock of its own, but its leftovers are swept all the same.
+    if (!covered) {
+      JobLock lock(dir, p.flag);
+      if (!lock.tookOver().empty()) {
+        spdlog::warn("{} '{}': taking over from a job that ended without letting go of it ({})",
+                     p.flag, dir, lock.tookOver());
+      }
+      held.locks.push_back(std::move(lock));
+      lockedFolders.push_back(real);
     }
     for (const auto& stale : removeStaleTemporaries(dir)) {
       spdlog::info("removed {}, left by a writer that died", stale);
     }
-    held.locks.push_back(std::move(lock));
-    lockedFolders.push_back(real);
   }
   return held;
 }

@@ -3,7 +3,9 @@
 # Fashion-MNIST (Debian's dataset-fashion-mnist), 2 processes, one epoch, test accuracy at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
+# Only what the default job runs: tl-launch (and tl-coordinator, which --workers auto starts);
+# scripts/test.sh builds everything else.
+./scripts/setup.sh tl-launch tl-coordinator
 MPI_FLAGS=(--oversubscribe)
 if [ "$(id -u)" -eq 0 ]; then MPI_FLAGS+=(--allow-run-as-root); fi
 OUT="${TL_OUTPUT_DIR:-out/default}"

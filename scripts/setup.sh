@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs tl's build and run dependencies from Debian's packages (idempotent: installs only
-# what is missing) and configures + builds the project into ./build.
+# what is missing) and configures + builds the project into ./build (reused when it is there).
+#   scripts/setup.sh                      everything: every tool, test and benchmark
+#   scripts/setup.sh tl-launch tl-data    only these targets (and what they need)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,4 +39,9 @@ fi
 BUILD_DIR="${TL_BUILD_DIR:-build}"
 JOBS="${TL_BUILD_JOBS:-$(nproc)}"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${TL_CMAKE_ARGS:-}
-cmake --build "$BUILD_DIR" -j "$JOBS"
+if (($#)); then
+  echo "[setup] building $*"
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target "$@"
+else
+  cmake --build "$BUILD_DIR" -j "$JOBS"
+fi

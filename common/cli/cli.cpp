@@ -67,9 +67,16 @@ std::vector<std::string> joinFlagValues(CLI::App& app, const std::vector<std::st
       out.insert(out.end(), args.begin() + long(i), args.end());
       break;
     }
-    if (i + 1 < args.size() && args[i + 1].rfind("-", 0) == 0 && valueFlag(app, args[i])) {
-      out.push_back(args[i] + "=" + args[i + 1]);
+    const std::string& arg = args[i];
+    if (i + 1 < args.size() && args[i + 1].rfind("-", 0) == 0 && valueFlag(app, arg)) {
+      out.push_back(arg + "=" + args[i + 1]);
       ++i;
+    } else if (arg.size() > 3 && arg.find('=') == arg.size() - 1 &&
+               valueFlag(app, arg.substr(0, arg.size() - 1))) {
+      // `--batch=`: CLI11 reads "--batch=" as "--batch" and takes the next argument as the
+      // value; the flag is given its empty value instead, and judges it.
+      out.push_back(arg.substr(0, arg.size() - 1));
+      out.push_back("");
     } else {
       out.push_back(args[i]);
     }

@@ -1,7 +1,13 @@
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 
 #include "common/check.h"
 #include "common/files.h"
@@ -28,6 +34,51 @@ TEST(Files, AtomicWriteReplacesWholeFileAndLeavesNoTemporaries) {
     ++entries;
   }
   EXPECT_EQ(entries, 1);
+}
+
+std::vector<std::string> entriesOf(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A writer SIGKILLed mid-write whose parent has not reaped it yet (a zombie: kill(pid, 0) still
+// succeeds, as for ranks orphaned under a container's init that never reaps) is gone all the
+// same: the next write of the file removes its temporary.
+TEST(Files, TemporaryOfAKilledWriterIsRemovedWhileTheWriterIsAZombie) {
+  auto dir = tmpDir("zombie_writer");
+  auto path = tl::joinPath(dir, "checkpoint.tl");
+  tl::writeFileAtomic(path, "old");
+  const int watch = ::inotify_init1(IN_CLOEXEC);
+  ASSERT_GE(watch, 0);
+  ASSERT_GE(::inotify_add_watch(watch, dir.c_str(), IN_CREATE), 0);
+  const pid_t writer = ::fork();
+  ASSERT_GE(writer, 0);
+  if (writer == 0) {
+    // 64 MiB, written and fsync'ed: far longer than the parent takes to see the temporary.
+    tl::writeFileAtomic(path, std::string(size_t(64) << 20, 'x'));
+    ::_exit(0);
+  }
+  alignas(inotify_event) char events[4096];
+  ASSERT_GT(::read(watch, events, sizeof events), 0);  // the writer's temporary was created
+  ASSERT_EQ(::kill(writer, SIGKILL), 0);
+  ::close(watch);
+  siginfo_t info{};  // wait until it is dead, but leave it unreaped
+  ASSERT_EQ(::waitid(P_PID, id_t(writer), &info, WEXITED | WNOWAIT), 0);
+  ASSERT_EQ(info.si_code, CLD_KILLED);
+  ASSERT_EQ(::kill(writer, 0), 0) << "a zombie still answers kill(pid, 0)";
+  const std::string temporary = ".checkpoint.tl.tmp." + std::to_string(writer) + "@";
+  const std::vector<std::string> before = entriesOf(dir);
+  ASSERT_EQ(before.size(), 2u);
+  EXPECT_EQ(before[0].rfind(temporary, 0), 0u) << before[0];
+
+  tl::writeFileAtomic(path, "new");
+  EXPECT_EQ(entriesOf(dir), std::vector<std::string>{"checkpoint.tl"});
+  EXPECT_EQ(tl::readFile(path), "new");
+  int status = 0;
+  ASSERT_EQ(::waitpid(writer, &status, 0), writer);
 }
 
 TEST(Files, MissingFileNamesThePath) {

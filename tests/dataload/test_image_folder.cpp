@@ -115,6 +115,16 @@ TEST(ImageFolder, CorruptFilesAreInputErrorsNamingTheFile) {
                  {"image '" + dir + "/train/a/2.jpg' is not a valid JPEG"});
 }
 
+// A folder named like an image (`3.jpg/`) is refused naming it: skipping it would silently
+// train on less data, reading it would fail at a random step.
+TEST(ImageFolder, FolderNamedLikeAnImageIsNamed) {
+  const std::string dir = freshDir("data");
+  writeFlatJpeg(dir + "/train/a/0.jpg", 1);
+  std::filesystem::create_directories(dir + "/train/a/3.jpg");
+  expectContains(inputErrorOf([&] { ImageFolderDataset(dir, Split::Train, {}); }),
+                 {"image '" + dir + "/train/a/3.jpg' is not a regular file (a folder)"});
+}
+
 TEST(ImageFolder, SkipCorruptReplacesWithTheNextGoodFileOfTheClass) {
   const std::string dir = freshDir("data");
   writeFlatJpeg(dir + "/train/a/0.jpg", 10);

@@ -119,6 +119,18 @@ TEST(Cifar10Reader, EmptyBatchFileIsNamed) {
                  {"CIFAR-10 file '" + joinPath(dir, "test_batch.bin") + "' is empty (0 bytes)"});
 }
 
+// A folder where a batch file belongs (`data_batch_2.bin/`) is named as such, not read as a
+// file of the folder's "size".
+TEST(Cifar10Reader, FolderInPlaceOfABatchFileIsNamed) {
+  const std::string dir = freshDir("cifar");
+  writeCifarDir(dir, {{1}, {2}, {3}, {4}, {5}}, {6});
+  const std::string victim = joinPath(dir, "data_batch_2.bin");
+  std::filesystem::remove(victim);
+  std::filesystem::create_directories(joinPath(victim, "inside"));
+  expectContains(inputErrorOf([&] { openDataset("cifar10", dir, Split::Train); }),
+                 {"CIFAR-10 file '" + victim + "' is not a regular file (a folder)"});
+}
+
 TEST(Datasets, UnknownKindListsTheKnownOnes) {
   expectContains(inputErrorOf([&] { openDataset("imagenet", "/x", Split::Train); }),
                  {"'imagenet'", "cifar10", "mnist", "fashion-mnist"});
@@ -305,6 +317,24 @@ TEST(IdxReader, MissingFileNamesBothCandidates) {
   expectContains(inputErrorOf([&] { openDataset("fashion-mnist", dir, Split::Train); }),
                  {"Fashion-MNIST file '" + joinPath(dir, "train-labels-idx1-ubyte") + "' is missing",
                   "train-labels-idx1-ubyte.gz"});
+}
+
+// A folder in place of an IDX file, plain or gzip, is named as such.
+TEST(IdxReader, FolderInPlaceOfAFileIsNamed) {
+  const std::string dir = freshDir("plain_folder");
+  writeMnistDir(dir, "train", false);
+  const std::string plain = joinPath(dir, "train-images-idx3-ubyte");
+  std::filesystem::remove(plain);
+  std::filesystem::create_directories(plain);
+  expectContains(inputErrorOf([&] { openDataset("mnist", dir, Split::Train); }),
+                 {"MNIST file '" + plain + "' is not a regular file (a folder)"});
+  const std::string gzDir = freshDir("gz_folder");
+  writeMnistDir(gzDir, "train", true);
+  const std::string gz = joinPath(gzDir, "train-labels-idx1-ubyte.gz");
+  std::filesystem::remove(gz);
+  std::filesystem::create_directories(gz);
+  expectContains(inputErrorOf([&] { openDataset("fashion-mnist", gzDir, Split::Train); }),
+                 {"Fashion-MNIST file '" + gz + "' is not a regular file (a folder)"});
 }
 
 // The real Fashion-MNIST files installed on the machine (gzip).

@@ -69,6 +69,23 @@ TEST(Cli, BadInputIsOneMessageNamingTheFlag) {
   EXPECT_EQ(inputErrorOf(*g.app, {"a.csv", "--ports"}), "--ports: missing value");
 }
 
+// `--flag=` gives the flag an empty value, which the flag judges; CLI11 alone would take the
+// next argument as the value (`--ports= --share 1` leaving "1" unexpected).
+TEST(Cli, AnEmptyValueAfterEqualsIsTheFlagsValue) {
+  Tool a, b, c, d;
+  EXPECT_EQ(inputErrorOf(*a.app, {"--ports=", "--share", "1"}),
+            "--ports: expected an integer, got ''");
+  EXPECT_EQ(inputErrorOf(*b.app, {"x.csv", "--share=", "--ports", "3"}),
+            "--share: expected a number, got ''");
+  ASSERT_TRUE(parse(*c.app, {"--mpi-args=", "--ports", "3", "x.csv"}));
+  EXPECT_EQ(c.mpiArgs, "");
+  EXPECT_EQ(c.ports, 3);
+  EXPECT_EQ(c.table, "x.csv");
+  ASSERT_TRUE(parse(*d.app, {"--table=", "--background"}));
+  EXPECT_EQ(d.table, "");
+  EXPECT_TRUE(d.background);
+}
+
 TEST(Cli, HelpIsPrintedAndParseSaysStop) {
   Tool t;
   testing::internal::CaptureStdout();

@@ -208,6 +208,29 @@ TEST(JobFlags, NumericFlagsRefuseValuesBeyondAFloat) {
   }
 }
 
+// `--flag=` hands every flag an empty value (`--batch= --steps 2` is "--batch: expected an
+// integer, got ''", not a complaint about "2"): the flag refuses it naming itself, or takes
+// it, and the next flag is parsed as a flag either way.
+TEST(JobFlags, AnEmptyValueAfterEqualsIsJudgedByTheFlag) {
+  try {
+    tl::launcher::parseLaunchOptions({"--batch=", "--steps", "2"});
+    ADD_FAILURE() << "--batch= accepted";
+  } catch (const tl::InputError& e) {
+    EXPECT_STREQ(e.what(), "--batch: expected an integer, got ''");
+  }
+  for (const LaunchFlag& flag : launchFlags()) {
+    if (flag.isSwitch || flag.name == "steps") continue;
+    SCOPED_TRACE("--" + flag.name + "=");
+    try {
+      const LaunchOptions o =
+          tl::launcher::parseLaunchOptions({"--data-dir", "/d", "--" + flag.name + "=", "--steps", "2"});
+      EXPECT_EQ(o.job.steps, 2);
+    } catch (const tl::InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("--" + flag.name, 0), 0u) << e.what();
+    }
+  }
+}
+
 // The flags taking real numbers declare their range; it is finite, a float holds it, and its
 // bounds and the example are accepted.
 TEST(JobFlags, RealFlagsDeclareFiniteFloatRanges) {

@@ -201,6 +201,29 @@ TEST_F(LaunchE2E, BadInputFailsFastWithOneClearMessageOnEveryRank) {
   }
 }
 
+// Faults of the newcomer's corpus: a folder where a batch file belongs, and a flag given an
+// empty value with `=`. Each is one line naming the file or flag, and exit status 2.
+TEST_F(LaunchE2E, FolderForADataFileAndEmptyFlagValueAreOneLineWithStatus2) {
+  auto work = freshDir("e2e_corpus");
+  auto data = work + "/data";
+  std::filesystem::copy(gDataDir, data);
+  auto victim = data + "/data_batch_2.bin";
+  std::filesystem::remove(victim);
+  std::filesystem::create_directories(victim + "/inside");
+  struct Case {
+    std::string flags, expected;
+  };
+  for (const Case& c : {Case{"--data-dir " + data + " --steps 2",
+                             "CIFAR-10 file '" + victim + "' is not a regular file (a folder)"},
+                        Case{"--data-dir " + gDataDir + " --batch= --steps 2",
+                             "--batch: expected an integer, got ''"}}) {
+    auto r = runCommand(mpirun(2) + TL_LAUNCH_BIN + " --dataset cifar10 " + c.flags, 60, work);
+    EXPECT_EQ(r.exitCode, 2) << c.flags << "\n" << r.err;
+    EXPECT_EQ(countOccurrences(r.err, "tl-launch: error: " + c.expected), 1) << r.err;
+    EXPECT_EQ(countOccurrences(r.err, "tl-launch: error:"), 1) << r.err;
+  }
+}
+
 // Every path the job writes is checked (or its folder created) before the first step: a
 // --save-model that cannot be written must not cost the whole training run.
 TEST_F(LaunchE2E, OutputPathsAreCheckedOrCreatedBeforeTheFirstStep) {

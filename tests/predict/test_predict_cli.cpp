@@ -26,6 +26,45 @@ TEST(PredictCli, PrintsTheTwelveMetricsAsJson) {
   EXPECT_NEAR(traffic, 4.0 * j["trace"]["parameters"].get<double>() + 20e-6 * 2e9, 1.0);
 }
 
+// The job described by tl-launch's own flags after `--`: the same prediction as tl-predict's
+// shape flags give for the same job, the data set's geometry and length, and every given flag
+// the prediction leaves out named in one line.
+TEST(PredictCli, TakesTheJobAsTlLaunchFlagsAfterDashes) {
+  const std::string dir = freshDir("predict_cli_launch");
+  std::string error;
+  const std::string data = tl::testing::makeSyntheticCifar("predict_cli_data", 256, 32, 1, &error);
+  ASSERT_EQ(error, "");
+  const std::string bin = TL_PREDICT_BIN;
+  auto own = runCommand(bin + " --model cnn --batch 8 --processes 2 --steps 12 --reduction fp32 --json",
+                        120, dir);
+  ASSERT_EQ(own.exitCode, 0) << own.err;
+  auto launch = runCommand(bin + " --processes 2 --json -- --model cnn --batch 8 --steps 12 --reduction fp32 "
+                                 "--dataset cifar10 --data-dir " + data + " --lr 0.01 --seed 3",
+                           120, dir);
+  ASSERT_EQ(launch.exitCode, 0) << launch.err;
+  EXPECT_EQ(launch.err, "") << "--lr and --seed change no resource: nothing to name";
+  const auto a = nlohmann::json::parse(own.out), b = nlohmann::json::parse(launch.out);
+  EXPECT_EQ(a["shape"], b["shape"]);
+  EXPECT_EQ(a["trace"]["parameters"], b["trace"]["parameters"]);
+  EXPECT_EQ(a["analytic"]["tx_burst_s"], b["analytic"]["tx_burst_s"]);
+  EXPECT_FALSE(b.contains("not_modelled"));
+
+  // One epoch of 256 images on 4 ESTs of batch 8: 8 steps; 2 ESTs per process; adam's 2 slots.
+  auto epoch = runCommand(bin + " --json -- --model mlp --dataset cifar10 --data-dir " + data +
+                              " --epochs 1 --batch 8 --logical-workers 4 --placement 2,2 --optimizer adam"
+                              " --workers 3 --eval --checkpoint-every 4 --output-dir " + dir + "/out",
+                          120, dir);
+  ASSERT_EQ(epoch.exitCode, 0) << epoch.err;
+  const auto e = nlohmann::json::parse(epoch.out);
+  EXPECT_EQ(e["shape"]["steps"], 8);
+  EXPECT_EQ(e["shape"]["processes"], 2);
+  EXPECT_EQ(e["shape"]["ests_per_process"], 2);
+  EXPECT_EQ(e["shape"]["optimizer"], "adam");
+  EXPECT_EQ(epoch.err, "tl-predict: not modelled (predicted as if not given): --workers 3, --eval, "
+                       "--checkpoint-every 4\n");
+  EXPECT_EQ(e["not_modelled"], nlohmann::json({"--workers 3", "--eval", "--checkpoint-every 4"}));
+}
+
 // A dataset of four runs (numbers invented: the CLI is under test, not the prediction).
 std::string writeTinyDataset(const std::string& dir) {
   const std::string path = dir + "/runs.jsonl";
@@ -76,7 +115,14 @@ TEST(PredictCli, BadInputIsOneErrorLineAndExitTwo) {
                         Case{"--learned " + dir + "/broken.json", "--learned '" + dir + "/broken.json': not JSON"},
                         Case{"evaluate --dataset " + dir + "/missing.jsonl --holdout cnn", "cannot be read"},
                         Case{"fit --kind forest --dataset " + dir + "/missing.jsonl --out " + dir + "/m.json",
-                             "--kind: unknown value 'forest'"}}) {
+                             "--kind: unknown value 'forest'"},
+                        Case{"--batch 8 -- --model cnn", "--batch: the job is described after `--`"},
+                        Case{"-- --batch= --steps 2", "--batch: expected an integer, got ''"},
+                        Case{"-- --frobnicate 3", "unknown flag '--frobnicate' (see tl-launch --help)"},
+                        Case{"--processes 3 -- --placement 2,1 --logical-workers 3",
+                             "--processes 3 differs from the 2 processes of --placement"},
+                        Case{"-- --dataset cifar10 --data-dir " + dir + "/nowhere --steps 2",
+                             dir + "/nowhere"}}) {
     SCOPED_TRACE(c.args);
     const auto r = runCommand(std::string(TL_PREDICT_BIN) + " " + c.args, 60, dir);
     EXPECT_EQ(r.exitCode, 2);

@@ -7,6 +7,13 @@
 
 namespace tl::predict {
 
+int optimizerSlots(const std::string& optimizer) {
+  if (optimizer == "sgd" || optimizer == "nesterov" || optimizer == "adagrad") return 1;
+  if (optimizer == "adam" || optimizer == "adamw" || optimizer == "adadelta") return 2;
+  inputError("optimizer: unknown value '", optimizer,
+             "' (expected sgd, nesterov, adagrad, adam, adamw or adadelta)");
+}
+
 void validate(const JobShape& s) {
   TL_REQUIRE(s.batch >= 1, "batch: must be at least 1, got ", s.batch);
   TL_REQUIRE(s.processes >= 1, "processes: must be at least 1, got ", s.processes);
@@ -14,8 +21,7 @@ void validate(const JobShape& s) {
   TL_REQUIRE(s.steps >= 1, "steps: must be at least 1, got ", s.steps);
   TL_REQUIRE(s.reduction == "exact" || s.reduction == "fp32", "reduction: unknown value '", s.reduction,
              "' (expected exact or fp32)");
-  TL_REQUIRE(s.optimizer == "sgd" || s.optimizer == "adam", "optimizer: unknown value '", s.optimizer,
-             "' (expected sgd or adam)");
+  optimizerSlots(s.optimizer);
   TL_REQUIRE(s.device == "cpu" || s.device == "cuda", "device: unknown value '", s.device,
              "' (expected cpu or cuda)");
   TL_REQUIRE(s.bandwidthBytesPerSecond > 0, "bandwidth: must be positive, got ", s.bandwidthBytesPerSecond);
@@ -48,7 +54,7 @@ usage::TwelveMetrics analyticPrediction(const JobShape& s, const ModelTrace& t, 
   const StepTimes st = analyticStep(s, t, cal);
   const double run = st.step * double(s.steps);
   const double pause = st.step - st.compute;  // per step: waiting for the gradients and for a core
-  const double slots = s.optimizer == "adam" ? 2.0 : 1.0;
+  const double slots = optimizerSlots(s.optimizer);
   const double mb = 1024.0 * 1024.0;
   usage::TwelveMetrics m{};
   if (pause < cal.samplePeriodSeconds) {

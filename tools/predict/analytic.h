@@ -30,7 +30,7 @@ struct JobShape {
   int estsPerProcess = 1;
   int64_t steps = 20;
   std::string reduction = "exact";   // exact | fp32
-  std::string optimizer = "sgd";     // sgd (momentum: one slot) | adam (two slots)
+  std::string optimizer = "sgd";     // tl-launch's: sgd (momentum: one slot) | adam (two) | ...
   std::string device = "cpu";        // cpu | cuda
   double bandwidthBytesPerSecond = 2e9;
   double latencySeconds = 20e-6;     // per collective call
@@ -49,6 +49,10 @@ struct Calibration {
   double sharedUtilisation = 0;     // utilisation during those bursts; 0: the share of a core
   double samplePeriodSeconds = 0.005;  // pauses shorter than the recorder's sample are not seen
 };
+
+// The state slots per parameter an optimizer keeps: sgd, nesterov and adagrad one, adam, adamw
+// and adadelta two. InputError naming an unknown one.
+int optimizerSlots(const std::string& optimizer);
 
 // InputError naming the field when the shape cannot be predicted (N < 1, unknown reduction, ...).
 void validate(const JobShape& shape);

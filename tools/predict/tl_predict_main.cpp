@@ -2,10 +2,12 @@
 // configuration: the analytic baseline and, with --learned, a model fitted on recorded runs (the
 // graph network or the ridge regression; the file says which, and carries the calibration the
 // analytic column then uses).
+//   tl-predict --processes 2 [--learned model.json] [--json] -- <tl-launch flags of the job>
 //   tl-predict --model resnet --depth 20 --batch 32 --processes 2 [--learned model.json] [--json]
 //   tl-predict fit --dataset runs.jsonl --out model.json [--kind gnn|ridge]
 //   tl-predict evaluate --dataset runs.jsonl --holdout resnet-14,mlp
 //   tl-predict profile --name resnet20 --kind cpu --gpus 1,2,4 --model resnet --depth 20  (tl-sim CSV)
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -18,6 +20,7 @@
 #include "common/cli/cli.h"
 #include "tools/predict/calibration.h"
 #include "tools/predict/evaluation.h"
+#include "tools/predict/launch_shape.h"
 #include "tools/predict/sim_profile.h"
 
 namespace {
@@ -82,7 +85,13 @@ std::set<std::string> splitHoldout(const std::string& text) {
   return out;
 }
 
-int runPredict(const predict::JobShape& shape, const std::string& learnedPath, bool json) {
+// tl-predict's own job flags, which a job described after `--` replaces.
+constexpr const char* kShapeFlags[] = {"--model",     "--depth",     "--batch",  "--ests-per-process",
+                                       "--steps",     "--reduction", "--optimizer", "--device",
+                                       "--compute-threads"};
+
+int runPredict(const predict::JobShape& shape, const std::string& learnedPath, bool json,
+               const std::vector<std::string>& unmodelled) {
   predict::validate(shape);
   std::optional<Learned> learned;
   if (!learnedPath.empty()) learned = readLearned(learnedPath);
@@ -97,6 +106,7 @@ int runPredict(const predict::JobShape& shape, const std::string& learnedPath, b
       j["analytic"][usage::kMetricNames[m]] = analytic[m];
       if (learned) j["learned"][usage::kMetricNames[m]] = fitted[m];
     }
+    if (!unmodelled.empty()) j["not_modelled"] = unmodelled;
     if (learned) {
       j["learned_kind"] = learned->name();
       j["calibration"] = predict::toJson(learned->calibration);
@@ -116,7 +126,18 @@ int runPredict(const predict::JobShape& shape, const std::string& learnedPath, b
 }
 
 int runMain(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc), launchArgs;
+  const auto dashes = std::find(args.begin(), args.end(), "--");
+  const bool launchFlags = dashes != args.end();
+  if (launchFlags) {
+    launchArgs.assign(dashes + 1, args.end());
+    args.erase(dashes, args.end());
+  }
   auto app = cli::makeApp(kProgram, "Predicts the twelve resource metrics of a tl job before it runs.");
+  app->footer(
+      "A job as tl-launch would run it: tl-predict --processes P [--learned M] [--json] -- <tl-launch "
+      "flags>\n(parsed by tl-launch's own flag table; flags the prediction leaves out are named). The "
+      "shape flags above (--model ... --compute-threads) describe a job without tl-launch's flags.");
   predict::JobShape shape;
   shape.model.arch = "cnn";
   std::string learnedPath;
@@ -144,8 +165,25 @@ int runMain(int argc, char** argv) {
   profile->add_option("--kind", profileKind, "the device kind, e.g. cpu or fast")->required();
   profile->add_option("--gpus", profileGpus, "device counts, comma-separated")->capture_default_str();
   profile->fallthrough();  // the job shape flags (--model, --batch, ...) before or after `profile`
-  if (!cli::parse(*app, argc, argv)) return cli::kExitOk;
+  if (!cli::parse(*app, args)) return cli::kExitOk;
   shape.bandwidthBytesPerSecond = gbps * 1e9;
+  std::vector<std::string> unmodelled;
+  if (launchFlags) {
+    TL_REQUIRE(!fit->parsed() && !evaluate->parsed(),
+               "`--`: tl-launch flags describe the job of a prediction or a profile, not of fit or evaluate");
+    for (const char* flag : kShapeFlags) {
+      TL_REQUIRE(app->get_option(flag)->count() == 0, flag,
+                 ": the job is described after `--`, in tl-launch's flags; give it there");
+    }
+    const bool processesGiven = app->get_option("--processes")->count() > 0;
+    predict::LaunchShape launched =
+        predict::shapeFromLaunchFlags(launchArgs, processesGiven ? shape.processes : 0);
+    launched.shape.bandwidthBytesPerSecond = shape.bandwidthBytesPerSecond;
+    shape = launched.shape;
+    unmodelled = launched.unmodelled;
+    if (!unmodelled.empty())
+      std::fprintf(stderr, "%s: %s\n", kProgram, predict::unmodelledLine(unmodelled).c_str());
+  }
   if (fit->parsed()) {
     TL_REQUIRE(kind == "gnn" || kind == "ridge", "--kind: unknown value '", kind, "' (expected gnn or ridge)");
     const auto runs = predict::readDataset(dataset);
@@ -175,7 +213,7 @@ int runMain(int argc, char** argv) {
     std::fputs(predict::simProfileCsv(shape, trace, profileName, profileKind, gpus).c_str(), stdout);
     return cli::kExitOk;
   }
-  return runPredict(shape, learnedPath, json);
+  return runPredict(shape, learnedPath, json, unmodelled);
 }
 
 }  // namespace
