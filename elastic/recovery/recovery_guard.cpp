@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <regex>
 
 #include "common/check.h"
 #include "common/files.h"
@@ -40,17 +39,6 @@ double unixNow() {
 
 }  // namespace
 
-std::vector<int> ranksNamedByTimeout(const std::string& message) {
-  std::vector<int> ranks;
-  const auto end = message.find(" did not join it");
-  if (end == std::string::npos) return ranks;
-  const std::string who = message.substr(0, end);
-  static const std::regex rank(R"(rank (\d+) \()");
-  for (auto it = std::sregex_iterator(who.begin(), who.end(), rank); it != std::sregex_iterator(); ++it)
-    ranks.push_back(std::stoi((*it)[1]));
-  return ranks;
-}
-
 RecoveryGuard::RecoveryGuard(std::string recoveryDir, est::StepObserver& inner, est::EstExecutor& executor)
     : inner_(inner) {
   paths_.dir = std::move(recoveryDir);
@@ -60,13 +48,7 @@ RecoveryGuard::RecoveryGuard(std::string recoveryDir, est::StepObserver& inner, 
   // Identified once: a candidate is written while the job is being torn down.
   data_ = data::identifyData(config_.dataset, config_.dataDir);
   ensureWritableDir(paths_.candidates(), "recovery directory");
-  if (fileExists(paths_.history())) {
-    try {
-      history_ = nlohmann::json::parse(readFile(paths_.history()));
-    } catch (const nlohmann::json::exception& e) {
-      inputError("recovery history '", paths_.history(), "' is malformed: ", e.what());
-    }
-  }
+  history_ = elastic::readHistory(paths_);
 }
 
 void RecoveryGuard::leave() {
@@ -98,7 +80,7 @@ void RecoveryGuard::start(est::EstExecutor& executor) {
     const uint8_t* rec = p + int64_t(r) * (8 + kHostBytes);
     int64_t memberPid;
     std::memcpy(&memberPid, rec, 8);
-    members_.push_back({{"rank", r}, {"pid", memberPid}, {"host", std::string(reinterpret_cast<const char*>(rec + 8))}});
+    members_.push_back({r, std::string(reinterpret_cast<const char*>(rec + 8)), memberPid});
   }
   snapshot(executor);
 }
@@ -126,39 +108,49 @@ est::StepAction RecoveryGuard::afterStep(int64_t stepsDone, est::EstExecutor& ex
 void RecoveryGuard::recordRecovery(int64_t stepsDone) {
   recorded_ = true;
   if (sink_) sink_(counts());
-  if (!metrics_ || !history_.contains("failures") || history_["failures"].empty()) return;
-  const nlohmann::json& f = history_["failures"].back();
-  nlohmann::json failure = f;
+  if (!metrics_ || history_.failures.empty()) return;
+  const elastic::FailureRecord& f = history_.failures.back();
+  nlohmann::json failure = elastic::toJson(f);
   failure["type"] = "failure";
   metrics_->write(failure);
-  const double failedAt = f.value("failed_at", 0.0);
+  const double failedAt = f.failedAt.value_or(0.0);
+  const double now = unixNow();
   nlohmann::json recovery{{"type", "recovery"},
                           {"step", stepsDone},
-                          {"resumed_from_step", f.value("boundary_step", int64_t(0))},
-                          {"steps_recomputed", f.value("steps_recomputed", int64_t(0))},
-                          {"processes", f.value("processes_after", 0)},
-                          {"recovery_s", failedAt > 0 ? unixNow() - failedAt : 0.0},
-                          {"restart_to_step_s", unixNow() - f.value("relaunched_at", unixNow())}};
+                          {"resumed_from_step", f.boundaryStep},
+                          {"steps_recomputed", f.stepsRecomputed},
+                          {"processes", f.processesAfter.value_or(0)},
+                          {"recovery_s", failedAt > 0 ? now - failedAt : 0.0},
+                          {"restart_to_step_s", now - f.relaunchedAt.value_or(now)}};
   metrics_->write(recovery);
   spdlog::info("recovered from the loss of rank(s) {} in {:.1f} s (first step after it: {})",
-               f.value("lost_ranks", nlohmann::json::array()).dump(), recovery["recovery_s"].get<double>(),
-               stepsDone);
+               nlohmann::json(f.lostRanks).dump(), recovery["recovery_s"].get<double>(), stepsDone);
 }
 
 nlohmann::json RecoveryGuard::counts() const {
-  const size_t failures = history_.contains("failures") ? history_["failures"].size() : 0;
+  const size_t failures = history_.failures.size();
   nlohmann::json c{{"failures", failures},
                    {"recoveries", failures == 0 ? 0 : (recorded_ ? failures : failures - 1)}};
-  if (failures > 0) c["last_failure"] = history_["failures"].back();
+  if (failures > 0) c["last_failure"] = elastic::toJson(history_.failures.back());
   return c;
 }
 
-void RecoveryGuard::writeCandidate(const std::string& reason, const std::vector<int>& missingRanks) {
+void RecoveryGuard::writeCandidate(const Loss& loss) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (written_ || state_.contexts.empty()) return;
   written_ = true;
-  const double detectedAt = unixNow();
-  const int rank = rank_.load();
+  elastic::CandidateInfo info;
+  info.detectedAt = unixNow();
+  info.rank = rank_.load();
+  info.host = host_;
+  info.pid = int64_t(::getpid());
+  info.step = state_.stepsDone;
+  info.completedStep = completed_.load();
+  info.reason = loss.reason;
+  info.timedOut = loss.timedOut;
+  info.missingRanks = loss.missingRanks;
+  info.members = members_;
+  info.snapshotAt = stateTime_;
   try {
     elastic::JobCheckpoint ck;
     ck.config = config_;
@@ -166,23 +158,13 @@ void RecoveryGuard::writeCandidate(const std::string& reason, const std::vector<
     ck.state = state_;
     ck.data = data_;
     // The checkpoint first (atomic), then the info that says it is complete.
-    elastic::writeJobCheckpoint(paths_.candidateDir(rank), ck);
-    nlohmann::json info{{"rank", rank},
-                        {"host", host_},
-                        {"pid", int64_t(::getpid())},
-                        {"step", state_.stepsDone},
-                        {"completed_step", completed_.load()},
-                        {"reason", reason},
-                        {"missing_ranks", missingRanks},
-                        {"members", members_},
-                        {"snapshot_at", stateTime_},
-                        {"detected_at", detectedAt},
-                        {"written_at", unixNow()}};
-    writeFileAtomic(paths_.candidateInfo(rank), info.dump() + "\n");
-    std::fprintf(stderr, "tl-launch: rank %d (%s): %s; wrote the job at step %lld to %s\n", rank,
-                 host_.c_str(), reason.c_str(), (long long)state_.stepsDone, paths_.candidateDir(rank).c_str());
+    elastic::writeJobCheckpoint(paths_.candidateDir(info.rank), ck);
+    info.writtenAt = unixNow();
+    elastic::writeCandidateInfo(paths_, info);
+    std::fprintf(stderr, "tl-launch: rank %d (%s): %s; wrote the job at step %lld to %s\n", info.rank,
+                 host_.c_str(), loss.reason.c_str(), (long long)state_.stepsDone, paths_.candidateDir(info.rank).c_str());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tl-launch: rank %d: could not write its copy of the job: %s\n", rank, e.what());
+    std::fprintf(stderr, "tl-launch: rank %d: could not write its copy of the job: %s\n", info.rank, e.what());
   }
 }
 
@@ -199,7 +181,7 @@ void RecoveryGuard::watchTermination() {
     }
     if (byte != 't') return;
     if (gLeft.load()) ::_exit(0);
-    writeCandidate("ended by mpirun (SIGCONT/SIGTERM) after another rank was lost", {});
+    writeCandidate({"ended by mpirun (SIGCONT/SIGTERM) after another rank was lost"});
     std::fflush(stderr);
     ::_exit(kExitAfterCandidate);
   });

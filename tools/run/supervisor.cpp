@@ -27,6 +27,11 @@ namespace fs = std::filesystem;
 namespace {
 
 using json = nlohmann::json;
+using elastic::Candidate;
+using elastic::FailureRecord;
+using elastic::FailureReport;
+using elastic::Member;
+using elastic::RecoveryPaths;
 
 std::atomic<int> gInterrupt{0};
 void onInterrupt(int signal) { gInterrupt.store(signal); }
@@ -85,13 +90,6 @@ pid_t spawn(const std::vector<std::string>& argv) {
   return pid;
 }
 
-// The members a copy names (rank -> {host, pid}), from any candidate.
-json membersOf(const FailureReport& report) {
-  for (const auto& c : report.candidates)
-    if (c.info.contains("members") && !c.info["members"].empty()) return c.info["members"];
-  return json::array();
-}
-
 // The state letter of a process of this host ('Z' zombie, 'T' stopped, 0 when it is gone).
 char processState(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -113,19 +111,18 @@ bool running(pid_t pid) {
 // side names the other, and both sides write their copies; a stopped rank of this host (a
 // hang) is SIGKILLed at once, a running one after the grace.
 bool jobIsDown(const FailureReport& report, const SupervisorOptions& o, double sinceFirstCopy) {
-  const json members = membersOf(report);
   const std::string here = hostName();
   const bool partitionGraceOver = sinceFirstCopy > std::min(o.killGraceSeconds, o.hangTimeoutSeconds);
   bool localRunning = false, remoteOpen = false;
-  for (const auto& m : members) {
-    const int r = m.value("rank", -1);
+  for (const Member& m : report.members()) {
+    const int r = m.rank;
     const bool named = std::find(report.namedMissing.begin(), report.namedMissing.end(), r) != report.namedMissing.end();
     const bool wrote = std::find(report.wrote.begin(), report.wrote.end(), r) != report.wrote.end();
-    if (m.value("host", "") != here) {
+    if (m.host != here) {
       remoteOpen |= !wrote && (!named || !partitionGraceOver);
       continue;
     }
-    const pid_t pid = pid_t(m.value("pid", int64_t(0)));
+    const pid_t pid = pid_t(m.pid);
     if (pid <= 1 || !running(pid)) continue;
     const char state = processState(pid);
     if (named && !wrote && (state == 'T' || state == 't' || partitionGraceOver)) ::kill(pid, SIGKILL);
@@ -136,7 +133,7 @@ bool jobIsDown(const FailureReport& report, const SupervisorOptions& o, double s
 
 // Waits for mpirun. Once copies appear the job is being lost: as soon as it is down (above),
 // mpirun is ended rather than waited for (its daemon sleeps its kill grace twice).
-int waitForMpirun(pid_t pid, const SupervisorOptions& o, const std::string& recoveryDir, int processes) {
+int waitForMpirun(pid_t pid, const SupervisorOptions& o, const RecoveryPaths& paths, int processes) {
   using Clock = std::chrono::steady_clock;
   std::optional<Clock::time_point> firstCopy;
   bool interruptSent = false;
@@ -149,8 +146,8 @@ int waitForMpirun(pid_t pid, const SupervisorOptions& o, const std::string& reco
       interruptSent = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (gInterrupt.load() || !fs::exists(recoveryDir + "/candidates")) continue;
-    const FailureReport report = readFailure(recoveryDir, processes);
+    if (gInterrupt.load() || !fs::exists(paths.candidates())) continue;
+    const FailureReport report = elastic::readFailure(paths, processes);
     if (report.candidates.empty()) continue;
     if (!firstCopy) firstCopy = Clock::now();
     const double since = std::chrono::duration<double>(Clock::now() - firstCopy.value()).count();
@@ -192,73 +189,7 @@ void appendMetrics(const std::string& outputDir, json record) {
   out << record.dump() << "\n";
 }
 
-void writeJson(const std::string& path, const json& j) { writeFileAtomic(path, j.dump(1) + "\n"); }
-
 }  // namespace
-
-FailureReport readFailure(const std::string& recoveryDir, int processes) {
-  FailureReport report;
-  const std::string dir = recoveryDir + "/candidates";
-  std::set<int> missing;
-  std::set<int> wrote;
-  if (fs::exists(dir)) {
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      const std::string name = entry.path().filename().string();
-      if (name.rfind("rank-", 0) != 0 || entry.path().extension() != ".json") continue;
-      Candidate c;
-      try {
-        c.info = json::parse(readFile(entry.path().string()));
-        c.rank = c.info.at("rank").get<int>();
-      } catch (const std::exception&) {
-        continue;  // not (yet) a complete copy
-      }
-      c.dir = dir + "/rank-" + std::to_string(c.rank);
-      if (!fileExists(c.dir + "/checkpoint.tl")) continue;
-      for (int r : c.info.value("missing_ranks", std::vector<int>{})) missing.insert(r);
-      report.wrote.push_back(c.rank);
-      wrote.insert(c.rank);
-      report.candidates.push_back(std::move(c));
-    }
-  }
-  std::sort(report.candidates.begin(), report.candidates.end(), [](const Candidate& a, const Candidate& b) {
-    return a.step() != b.step() ? a.step() > b.step() : a.rank < b.rank;
-  });
-  report.namedMissing.assign(missing.begin(), missing.end());
-  // Copies may disagree on who is missing: across a network partition each side names the
-  // other. The view trusted is the one the most writers share (writers it does not name), ties
-  // to the lowest-ranked writer's, the lead's side.
-  std::set<int> trusted;
-  size_t support = 0;
-  for (int w : wrote) {  // ascending ranks
-    const auto& c = *std::find_if(report.candidates.begin(), report.candidates.end(),
-                                  [&](const Candidate& x) { return x.rank == w; });
-    const std::vector<int> named = c.info.value("missing_ranks", std::vector<int>{});
-    const std::set<int> view(named.begin(), named.end());
-    const size_t n = size_t(std::count_if(wrote.begin(), wrote.end(), [&](int r) { return !view.count(r); }));
-    if (n > support) {
-      support = n;
-      trusted = view;
-    }
-  }
-  // An in-place grow may have made the job larger than its launch.
-  if (!wrote.empty()) processes = std::max(processes, *wrote.rbegin() + 1);
-  if (!missing.empty()) processes = std::max(processes, *missing.rbegin() + 1);
-  for (int r = 0; r < processes; ++r) {
-    report.accountedFor += wrote.count(r) || missing.count(r);
-    if (wrote.count(r) && !trusted.count(r)) ++report.survivors;
-    else report.lostRanks.push_back(r);
-  }
-  const json members = membersOf(report);
-  std::map<std::string, int> alive;
-  for (const auto& m : members) {
-    const int r = m.value("rank", -1);
-    const std::string host = m.value("host", "");
-    alive[host] += std::find(report.lostRanks.begin(), report.lostRanks.end(), r) == report.lostRanks.end();
-  }
-  for (const auto& [host, n] : alive)
-    if (n == 0) report.lostHosts.push_back(host);
-  return report;
-}
 
 int supervise(const SupervisorOptions& o) {
   TL_REQUIRE(o.processes >= 1, "--np: give the number of processes to start (at least 1)");
@@ -267,18 +198,18 @@ int supervise(const SupervisorOptions& o) {
   TL_REQUIRE(!hasFlag(o.launchArgs, "--collective-timeout"),
              "--collective-timeout: give tl-run --hang-timeout instead (tl-run sets it)");
   TL_REQUIRE(!hasFlag(o.launchArgs, "--recovery-dir"), "--recovery-dir is set by tl-run");
-  const std::string recoveryDir = fs::absolute(outputDir + "/recovery").lexically_normal().string();
+  const RecoveryPaths paths{fs::absolute(outputDir + "/recovery").lexically_normal().string()};
   std::string checkpointDir = flagValue(o.launchArgs, "--checkpoint-dir");
   if (checkpointDir.empty()) checkpointDir = outputDir + "/checkpoint";
-  ensureWritableDir(recoveryDir, "recovery directory");
-  fs::remove_all(recoveryDir + "/candidates");
-  fs::remove(recoveryDir + "/history.json");
+  ensureWritableDir(paths.dir, "recovery directory");
+  fs::remove_all(paths.candidates());
+  fs::remove(paths.history());
 
   std::vector<std::string> baseArgs = withoutFlag(withoutFlag(o.launchArgs, "--resume"), "--checkpoint-dir");
   std::string resume = flagValue(o.launchArgs, "--resume");
   std::vector<HostSlots> hosts = o.hosts;
   int processes = o.processes;
-  json history{{"failures", json::array()}};
+  elastic::RecoveryHistory history;
   std::string kept;  // the newest copy moved out of candidates/
   handleSignals({SIGINT, SIGTERM}, onInterrupt);
 
@@ -298,37 +229,40 @@ int supervise(const SupervisorOptions& o) {
     std::vector<std::string> job =
         launch == 0 || processes == o.processes || !fixedPlacement ? baseArgs : withoutFlag(baseArgs, "--placement");
     argv.insert(argv.end(), job.begin(), job.end());
-    argv.insert(argv.end(), {"--checkpoint-dir", checkpointDir, "--recovery-dir", recoveryDir,
+    argv.insert(argv.end(), {"--checkpoint-dir", checkpointDir, "--recovery-dir", paths.dir,
                              "--collective-timeout", std::to_string(o.hangTimeoutSeconds)});
     if (!resume.empty()) argv.insert(argv.end(), {"--resume", resume});
     if (launch > 0)
       std::fprintf(stderr, "tl-run: restart %d of at most %d: %d processes, resuming from step %lld\n", launch,
-                   o.maxRestarts, processes, (long long)history["failures"].back().value("boundary_step", int64_t(0)));
+                   o.maxRestarts, processes, (long long)history.failures.back().boundaryStep);
     std::fflush(stderr);
-    const int64_t startStep = history["failures"].empty() ? 0 : history["failures"].back().value("boundary_step", int64_t(0));
+    const int64_t startStep = history.failures.empty() ? 0 : history.failures.back().boundaryStep;
     // (The lost launch may have logged the step in flight: what counts is a step this one logs.)
     const int64_t loggedBefore = launch == 0 && resume.empty() ? -1 : lastLoggedStep(outputDir);
     const pid_t pid = spawn(argv);
-    const int rc = waitForMpirun(pid, o, recoveryDir, processes);
+    const int rc = waitForMpirun(pid, o, paths, processes);
     if (rc == 0) {
-      if (!history["failures"].empty())
-        std::fprintf(stderr, "tl-run: the job finished after %zu lost launch(es)\n", history["failures"].size());
+      if (!history.failures.empty())
+        std::fprintf(stderr, "tl-run: the job finished after %zu lost launch(es)\n", history.failures.size());
       return 0;
     }
     if (gInterrupt.load()) {
       std::fprintf(stderr, "tl-run: interrupted; not restarting\n");
       return 130;
     }
-    const FailureReport report = readFailure(recoveryDir, processes);
+    const FailureReport report = elastic::readFailure(paths, processes);
     if (report.candidates.empty() && rc == 2) return 2;  // bad input, already reported by tl-launch
     if (report.candidates.empty() && lastLoggedStep(outputDir) <= loggedBefore && launch < o.maxRestarts) {
       // Lost before its first step: nothing to lose; the same start again, on as many processes.
       std::fprintf(stderr, "tl-run: the launch failed before its first step (mpirun exit status %d); starting it again\n", rc);
-      json failure{{"lost_ranks", json::array()}, {"detected_by", "mpirun"}, {"reason", "lost before its first step"},
-                   {"boundary_step", startStep}, {"steps_recomputed", 0}, {"processes_before", processes},
-                   {"processes_after", processes}, {"relaunched_at", unixNow()}};
-      history["failures"].push_back(failure);
-      writeJson(recoveryDir + "/history.json", history);
+      FailureRecord failure;
+      failure.detectedBy = "mpirun";
+      failure.reason = "lost before its first step";
+      failure.boundaryStep = startStep;
+      failure.processesBefore = failure.processesAfter.emplace(processes);
+      failure.relaunchedAt = unixNow();
+      history.failures.push_back(failure);
+      elastic::writeHistory(paths, history);
       continue;
     }
     if (report.candidates.empty()) {
@@ -343,7 +277,7 @@ int supervise(const SupervisorOptions& o) {
     }
     // Keep the newest copy out of candidates/ (the next launch writes new ones there).
     const Candidate& best = report.candidates.front();
-    const std::string state = recoveryDir + "/state-" + std::to_string(launch);
+    const std::string state = paths.keptState(launch);
     fs::remove_all(state);
     fs::rename(best.dir, state);
     if (!kept.empty()) fs::remove_all(kept);
@@ -351,29 +285,30 @@ int supervise(const SupervisorOptions& o) {
     int64_t completed = best.step();
     double snapshotAt = 0, detectedAt = 1e300;
     for (const auto& c : report.candidates) {
-      completed = std::max(completed, c.info.value("completed_step", int64_t(0)));
-      snapshotAt = std::max(snapshotAt, c.info.value("snapshot_at", 0.0));
-      detectedAt = std::min(detectedAt, c.info.value("detected_at", 1e300));
+      completed = std::max(completed, c.info.completedStep);
+      snapshotAt = std::max(snapshotAt, c.info.snapshotAt);
+      if (c.info.detectedAt > 0) detectedAt = std::min(detectedAt, c.info.detectedAt);
     }
     const bool hung = std::any_of(report.candidates.begin(), report.candidates.end(),
-                                  [](const Candidate& c) { return c.info.value("reason", "").find("timed out") != std::string::npos; });
-    json failure{{"lost_ranks", report.lostRanks},
-                 {"lost_hosts", report.lostHosts},
-                 {"detected_by", hung ? "hang-timeout" : "mpirun"},
-                 {"reason", best.info.value("reason", "")},
-                 {"boundary_step", best.step()},
-                 {"steps_recomputed", completed - best.step()},
-                 {"failed_at", snapshotAt},
-                 {"detection_s", detectedAt - snapshotAt},
-                 {"processes_before", processes},
-                 {"copies", report.candidates.size()}};
+                                  [](const Candidate& c) { return c.info.timedOut; });
+    FailureRecord failure;
+    failure.lostRanks = report.lostRanks;
+    failure.lostHosts = report.lostHosts;
+    failure.detectedBy = hung ? "hang-timeout" : "mpirun";
+    failure.reason = best.info.reason;
+    failure.boundaryStep = best.step();
+    failure.stepsRecomputed = completed - best.step();
+    failure.failedAt = snapshotAt;
+    failure.detectionSeconds = detectedAt - snapshotAt;
+    failure.processesBefore = processes;
+    failure.copies = report.candidates.size();
     std::fprintf(stderr, "tl-run: lost rank(s) %s%s%s after step %lld (%s); %zu copies of the job\n",
                  joined(report.lostRanks).c_str(), report.lostHosts.empty() ? "" : " on host(s) ",
-                 joined(report.lostHosts).c_str(), (long long)best.step(), failure["detected_by"].get<std::string>().c_str(),
+                 joined(report.lostHosts).c_str(), (long long)best.step(), failure.detectedBy.c_str(),
                  report.candidates.size());
-    fs::remove_all(recoveryDir + "/candidates");
+    fs::remove_all(paths.candidates());
     if (launch >= o.maxRestarts) {
-      appendMetrics(outputDir, failure);
+      appendMetrics(outputDir, elastic::toJson(failure));
       std::fprintf(stderr,
                    "tl-run: error: the job was lost %d times, more than --max-restarts %d; the last good checkpoint "
                    "is %s (step %lld): go on with tl-launch --resume %s\n",
@@ -394,10 +329,10 @@ int supervise(const SupervisorOptions& o) {
     } else {
       processes = std::max(1, report.survivors);
     }
-    failure["processes_after"] = processes;
-    failure["relaunched_at"] = unixNow();
-    history["failures"].push_back(failure);
-    writeJson(recoveryDir + "/history.json", history);
+    failure.processesAfter = processes;
+    failure.relaunchedAt = unixNow();
+    history.failures.push_back(failure);
+    elastic::writeHistory(paths, history);
     resume = kept;
   }
 }
