@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/files.h"
 #include "common/signals.h"
 #include "elastic/job_checkpoint.h"
@@ -31,10 +32,6 @@ std::atomic<bool> gLeft{false};
 void onTerminate(int) {
   const char byte = 't';
   [[maybe_unused]] ssize_t n = ::write(gWakePipe[1], &byte, 1);
-}
-
-double unixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace

@@ -1,13 +1,13 @@
 #include "tools/run/supervisor.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <type_traits>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/files.h"
 #include "tools/run/mpirun_watch.h"
 
@@ -19,10 +19,6 @@ using elastic::Candidate;
 using elastic::FailureRecord;
 using elastic::FailureReport;
 using json = nlohmann::json;
-
-double unixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 template <typename T>
 std::string joined(const std::vector<T>& v) {
