@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "common/check.h"
+#include "tools/mpirun/mpirun_command.h"
 
 namespace tl::run {
 namespace {
@@ -36,12 +37,6 @@ std::vector<std::string> withoutFlag(const std::vector<std::string>& args, const
   return out;
 }
 
-std::string hostList(const std::vector<HostSlots>& hosts) {
-  std::string s;
-  for (const auto& h : hosts) s += (s.empty() ? "" : ",") + h.host + ":" + std::to_string(h.slots);
-  return s;
-}
-
 }  // namespace
 
 void checkOptions(const SupervisorOptions& o) {
@@ -68,22 +63,24 @@ LaunchPlan firstLaunch(const SupervisorOptions& o) {
 }
 
 std::vector<std::string> launchCommand(const SupervisorOptions& o, const LaunchPlan& plan) {
-  std::vector<std::string> argv{o.mpirun};
-  if (!plan.hosts.empty()) argv.insert(argv.end(), {"--host", hostList(plan.hosts)});
-  argv.insert(argv.end(), o.mpirunArgs.begin(), o.mpirunArgs.end());
+  mpirun::LaunchCommand c;
+  c.mpirun = o.mpirun;
+  c.hosts = plan.hosts;
+  c.processes = plan.processes;
   // Survivors need time to write their copy after mpirun's SIGTERM.
-  argv.insert(argv.end(), {"--mca", "odls_base_sigkill_timeout", std::to_string(int(o.killGraceSeconds)), "-np",
-                           std::to_string(plan.processes), o.launch});
+  c.mca = {{"odls_base_sigkill_timeout", std::to_string(int(o.killGraceSeconds))}};
+  c.extraArgs = o.mpirunArgs;
+  c.tlLaunch = o.launch;
   const std::vector<std::string> job = withoutFlag(withoutFlag(o.launchArgs, "--resume"), "--checkpoint-dir");
   // A fixed placement fits only its process count; `auto` plans for any.
   const bool fixedPlacement = hasFlag(job, "--placement") && flagValue(job, "--placement") != "auto";
   const bool keepPlacement = plan.launch == 0 || plan.processes == o.processes || !fixedPlacement;
-  const std::vector<std::string> flags = keepPlacement ? job : withoutFlag(job, "--placement");
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.insert(argv.end(), {"--checkpoint-dir", checkpointDirOf(o), "--recovery-dir", recoveryPathsOf(o).dir,
-                           "--collective-timeout", std::to_string(o.hangTimeoutSeconds)});
-  if (!plan.resume.empty()) argv.insert(argv.end(), {"--resume", plan.resume});
-  return argv;
+  std::vector<std::string>& flags = c.launchFlags;
+  flags = keepPlacement ? job : withoutFlag(job, "--placement");
+  flags.insert(flags.end(), {"--checkpoint-dir", checkpointDirOf(o), "--recovery-dir", recoveryPathsOf(o).dir,
+                             "--collective-timeout", std::to_string(o.hangTimeoutSeconds)});
+  if (!plan.resume.empty()) flags.insert(flags.end(), {"--resume", plan.resume});
+  return mpirun::argvOf(c);
 }
 
 LaunchPlan nextLaunch(const SupervisorOptions& o, const LaunchPlan& lost, const elastic::FailureReport& report,
@@ -95,7 +92,7 @@ LaunchPlan nextLaunch(const SupervisorOptions& o, const LaunchPlan& lost, const 
       next.hosts.push_back(h);
   TL_REQUIRE(!next.hosts.empty(), "every host was lost; the last good checkpoint is ", kept);
   int capacity = 0;
-  for (const auto& h : next.hosts) capacity += h.slots;
+  for (const auto& h : next.hosts) capacity += h.count;
   next.processes = std::min(o.processes, capacity);
   return next;
 }

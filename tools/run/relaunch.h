@@ -21,8 +21,9 @@ struct LaunchPlan {
 // The first launch: the options' size, hosts and --resume.
 LaunchPlan firstLaunch(const SupervisorOptions& o);
 
-// `mpirun [--host h:n,..] <mpirunArgs> --mca odls_base_sigkill_timeout G -np P <tl-launch> <job
-// flags> --checkpoint-dir C --recovery-dir R --collective-timeout T [--resume S]`. A fixed
+// `mpirun [--host h:n,..] -np P --mca odls_base_sigkill_timeout G <mpirunArgs> <tl-launch> <job
+// flags> --checkpoint-dir C --recovery-dir R --collective-timeout T [--resume S]`
+// (tools/mpirun/mpirun_command.h). A fixed
 // --placement fits only its process count: a relaunch on fewer processes leaves it out.
 std::vector<std::string> launchCommand(const SupervisorOptions& o, const LaunchPlan& plan);
 

@@ -4,19 +4,16 @@
 #include <string>
 #include <vector>
 
-namespace tl::run {
+#include "common/host_slots.h"
 
-struct HostSlots {
-  std::string host;
-  int slots = 1;
-};
+namespace tl::run {
 
 struct SupervisorOptions {
   int processes = 0;                 // -np of the first launch
   int maxRestarts = 3;               // failures survived; one more ends the job with an error
   double hangTimeoutSeconds = 60;    // a collective waiting this long on a rank: the rank is lost
   double killGraceSeconds = 20;      // mpirun's odls_base_sigkill_timeout: time to write the copies
-  std::vector<HostSlots> hosts;      // empty: mpirun's default (this machine)
+  std::vector<HostSlots> hosts;      // mpirun --host (empty: mpirun's default, this machine)
   std::string mpirun = "mpirun";
   std::vector<std::string> mpirunArgs;  // extra mpirun arguments
   std::string launch;                // tl-launch
