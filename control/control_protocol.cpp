@@ -177,16 +177,6 @@ std::string describe(const Request& r) {
   return s;
 }
 
-bool validHostName(std::string_view name) {
-  if (name.empty() || name.size() > kMaxHostName) return false;
-  for (char c : name) {
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '-' || c == '_';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 std::string checkRequest(const Request& r) {
   const bool rescale = r.command == Command::Rescale;
   const bool placement = r.command == Command::Placement;

@@ -31,15 +31,14 @@
 #include <string_view>
 #include <vector>
 
+#include "common/host_slots.h"
+
 namespace tl::control {
 
 enum class Command : uint8_t { Status = 1, Rescale = 2, Placement = 3, Checkpoint = 4, Stop = 5 };
 
-struct HostSlots {
-  std::string host;
-  int count = 0;
-  bool operator==(const HostSlots& o) const { return host == o.host && count == o.count; }
-};
+// A host and how many new processes start on it (common/host_slots.h: one host list for tl).
+using tl::HostSlots;
 
 struct Request {
   Command command = Command::Status;
@@ -81,7 +80,7 @@ constexpr size_t kMacSize = 32;
 constexpr size_t kNonceSize = 16;
 constexpr size_t kMaxPlacement = 1024;  // entries of placement and of removeRanks
 constexpr size_t kMaxHosts = 64;
-constexpr size_t kMaxHostName = 255;
+constexpr size_t kMaxHostName = kMaxHostNameBytes;
 constexpr int kMaxProcesses = 65536;  // processes, a placement entry, a rank, a host count
 // Room for the largest request the caps allow (24,843 bytes of payload: two full lists and 64
 // hosts of 255 characters), so every request that checkRequest() accepts can be sent.
@@ -115,7 +114,7 @@ struct FrameHeader {
 std::optional<FrameHeader> parseHeader(std::string_view bytes, std::string* error);
 
 // Whether `name` may be a host: 1..255 bytes of [A-Za-z0-9._-].
-bool validHostName(std::string_view name);
+using tl::validHostName;
 
 // Empty when `r` fits the protocol (limits, and only the fields its command uses), else why
 // not: "placement: entry 2 is 0, must be at least 1".

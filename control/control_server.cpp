@@ -505,12 +505,6 @@ bool wildcard(const std::string& bind) {
   return bind.empty() || bind == "0.0.0.0" || bind == "::" || bind == "[::]";
 }
 
-std::string hostName() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
-  return name;
-}
-
 }  // namespace
 
 ControlServer::ControlServer(ServerOptions options)

@@ -20,16 +20,13 @@
 #include <spdlog/spdlog.h>
 
 #include "common/check.h"
+#include "common/clock.h"
 
 namespace tl::tuning {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // A peer that does not read its assignments must not make the coordinator buffer forever.
 constexpr size_t kMaxPendingOutput = 1 << 20;

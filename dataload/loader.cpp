@@ -13,16 +13,13 @@
 #include <vector>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "dataload/buffer_pool.h"
 
 namespace tl::data {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 }  // namespace
 

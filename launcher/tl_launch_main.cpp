@@ -29,6 +29,7 @@
 #include "elastic/rescale/join_running_job.h"
 #include "launcher/training_process.h"
 #include "launcher/usage_recording.h"
+#include "runtime/comm/collective_timeout.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
 #include "runtime/comm/mpi/mpi_spawn.h"
 #include "runtime/comm/nccl/nccl_communicator.h"
@@ -236,12 +237,14 @@ int main(int argc, char** argv) {
     tl::comm::MpiSession::abortJob(2);
   } catch (const tl::TimeoutError& e) {
     // A hung (or lost) member: this one survives it; tl-run resumes from the copies.
-    if (gRecovery) gRecovery->writeCandidate(e.what(), tl::launcher::ranksNamedByTimeout(e.what()));
+    const auto* collective = dynamic_cast<const tl::comm::CollectiveTimeout*>(&e);
+    if (gRecovery)
+      gRecovery->writeCandidate({e.what(), /*timedOut=*/true, collective ? collective->absentRanks() : std::vector<int>{}});
     tl::launcher::printError(kProgram, e.what());
     tl::comm::MpiSession::abortJob(1);
   } catch (const std::exception& e) {
     // Its own failure: this rank counts as lost, but its copy of the last boundary is sound.
-    if (gRecovery) gRecovery->writeCandidate(std::string("failed: ") + e.what(), {gRecovery->rank()});
+    if (gRecovery) gRecovery->writeCandidate({std::string("failed: ") + e.what(), false, {gRecovery->rank()}});
     tl::launcher::printError(kProgram, e.what());
     tl::comm::MpiSession::abortJob(1);
   }

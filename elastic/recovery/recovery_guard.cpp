@@ -9,9 +9,9 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <regex>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/files.h"
 #include "common/signals.h"
 #include "elastic/job_checkpoint.h"
@@ -33,22 +33,7 @@ void onTerminate(int) {
   [[maybe_unused]] ssize_t n = ::write(gWakePipe[1], &byte, 1);
 }
 
-double unixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 }  // namespace
-
-std::vector<int> ranksNamedByTimeout(const std::string& message) {
-  std::vector<int> ranks;
-  const auto end = message.find(" did not join it");
-  if (end == std::string::npos) return ranks;
-  const std::string who = message.substr(0, end);
-  static const std::regex rank(R"(rank (\d+) \()");
-  for (auto it = std::sregex_iterator(who.begin(), who.end(), rank); it != std::sregex_iterator(); ++it)
-    ranks.push_back(std::stoi((*it)[1]));
-  return ranks;
-}
 
 RecoveryGuard::RecoveryGuard(std::string recoveryDir, est::StepObserver& inner, est::EstExecutor& executor)
     : inner_(inner) {
@@ -59,13 +44,7 @@ RecoveryGuard::RecoveryGuard(std::string recoveryDir, est::StepObserver& inner, 
   // Identified once: a candidate is written while the job is being torn down.
   data_ = data::identifyData(config_.dataset, config_.dataDir);
   ensureWritableDir(paths_.candidates(), "recovery directory");
-  if (fileExists(paths_.history())) {
-    try {
-      history_ = nlohmann::json::parse(readFile(paths_.history()));
-    } catch (const nlohmann::json::exception& e) {
-      inputError("recovery history '", paths_.history(), "' is malformed: ", e.what());
-    }
-  }
+  history_ = elastic::readHistory(paths_);
 }
 
 void RecoveryGuard::leave() {
@@ -88,7 +67,7 @@ void RecoveryGuard::start(est::EstExecutor& executor) {
   const nlohmann::json mine = {{"pid", int64_t(::getpid())}, {"host", host_}};
   const auto all = comm::allgatherJson(executor.comm(), mine);
   for (size_t r = 0; r < all.size(); ++r)
-    members_.push_back({{"rank", int(r)}, {"pid", all[r].at("pid")}, {"host", all[r].at("host")}});
+    members_.push_back({int(r), all[r].at("host").get<std::string>(), all[r].at("pid").get<int64_t>()});
   snapshot(executor);
 }
 
@@ -115,39 +94,49 @@ est::StepAction RecoveryGuard::afterStep(int64_t stepsDone, est::EstExecutor& ex
 void RecoveryGuard::recordRecovery(int64_t stepsDone) {
   recorded_ = true;
   if (sink_) sink_(counts());
-  if (!metrics_ || !history_.contains("failures") || history_["failures"].empty()) return;
-  const nlohmann::json& f = history_["failures"].back();
-  nlohmann::json failure = f;
+  if (!metrics_ || history_.failures.empty()) return;
+  const elastic::FailureRecord& f = history_.failures.back();
+  nlohmann::json failure = elastic::toJson(f);
   failure["type"] = "failure";
   metrics_->write(failure);
-  const double failedAt = f.value("failed_at", 0.0);
+  const double failedAt = f.failedAt.value_or(0.0);
+  const double now = unixNow();
   nlohmann::json recovery{{"type", "recovery"},
                           {"step", stepsDone},
-                          {"resumed_from_step", f.value("boundary_step", int64_t(0))},
-                          {"steps_recomputed", f.value("steps_recomputed", int64_t(0))},
-                          {"processes", f.value("processes_after", 0)},
-                          {"recovery_s", failedAt > 0 ? unixNow() - failedAt : 0.0},
-                          {"restart_to_step_s", unixNow() - f.value("relaunched_at", unixNow())}};
+                          {"resumed_from_step", f.boundaryStep},
+                          {"steps_recomputed", f.stepsRecomputed},
+                          {"processes", f.processesAfter.value_or(0)},
+                          {"recovery_s", failedAt > 0 ? now - failedAt : 0.0},
+                          {"restart_to_step_s", now - f.relaunchedAt.value_or(now)}};
   metrics_->write(recovery);
   spdlog::info("recovered from the loss of rank(s) {} in {:.1f} s (first step after it: {})",
-               f.value("lost_ranks", nlohmann::json::array()).dump(), recovery["recovery_s"].get<double>(),
-               stepsDone);
+               nlohmann::json(f.lostRanks).dump(), recovery["recovery_s"].get<double>(), stepsDone);
 }
 
 nlohmann::json RecoveryGuard::counts() const {
-  const size_t failures = history_.contains("failures") ? history_["failures"].size() : 0;
+  const size_t failures = history_.failures.size();
   nlohmann::json c{{"failures", failures},
                    {"recoveries", failures == 0 ? 0 : (recorded_ ? failures : failures - 1)}};
-  if (failures > 0) c["last_failure"] = history_["failures"].back();
+  if (failures > 0) c["last_failure"] = elastic::toJson(history_.failures.back());
   return c;
 }
 
-void RecoveryGuard::writeCandidate(const std::string& reason, const std::vector<int>& missingRanks) {
+void RecoveryGuard::writeCandidate(const Loss& loss) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (written_ || state_.contexts.empty()) return;
   written_ = true;
-  const double detectedAt = unixNow();
-  const int rank = rank_.load();
+  elastic::CandidateInfo info;
+  info.detectedAt = unixNow();
+  info.rank = rank_.load();
+  info.host = host_;
+  info.pid = int64_t(::getpid());
+  info.step = state_.stepsDone;
+  info.completedStep = completed_.load();
+  info.reason = loss.reason;
+  info.timedOut = loss.timedOut;
+  info.missingRanks = loss.missingRanks;
+  info.members = members_;
+  info.snapshotAt = stateTime_;
   try {
     elastic::JobCheckpoint ck;
     ck.config = config_;
@@ -155,23 +144,13 @@ void RecoveryGuard::writeCandidate(const std::string& reason, const std::vector<
     ck.state = state_;
     ck.data = data_;
     // The checkpoint first (atomic), then the info that says it is complete.
-    elastic::writeJobCheckpoint(paths_.candidateDir(rank), ck);
-    nlohmann::json info{{"rank", rank},
-                        {"host", host_},
-                        {"pid", int64_t(::getpid())},
-                        {"step", state_.stepsDone},
-                        {"completed_step", completed_.load()},
-                        {"reason", reason},
-                        {"missing_ranks", missingRanks},
-                        {"members", members_},
-                        {"snapshot_at", stateTime_},
-                        {"detected_at", detectedAt},
-                        {"written_at", unixNow()}};
-    writeFileAtomic(paths_.candidateInfo(rank), info.dump() + "\n");
-    std::fprintf(stderr, "tl-launch: rank %d (%s): %s; wrote the job at step %lld to %s\n", rank,
-                 host_.c_str(), reason.c_str(), (long long)state_.stepsDone, paths_.candidateDir(rank).c_str());
+    elastic::writeJobCheckpoint(paths_.candidateDir(info.rank), ck);
+    info.writtenAt = unixNow();
+    elastic::writeCandidateInfo(paths_, info);
+    std::fprintf(stderr, "tl-launch: rank %d (%s): %s; wrote the job at step %lld to %s\n", info.rank,
+                 host_.c_str(), loss.reason.c_str(), (long long)state_.stepsDone, paths_.candidateDir(info.rank).c_str());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tl-launch: rank %d: could not write its copy of the job: %s\n", rank, e.what());
+    std::fprintf(stderr, "tl-launch: rank %d: could not write its copy of the job: %s\n", info.rank, e.what());
   }
 }
 
@@ -188,7 +167,7 @@ void RecoveryGuard::watchTermination() {
     }
     if (byte != 't') return;
     if (gLeft.load()) ::_exit(0);
-    writeCandidate("ended by mpirun (SIGCONT/SIGTERM) after another rank was lost", {});
+    writeCandidate({"ended by mpirun (SIGCONT/SIGTERM) after another rank was lost"});
     std::fflush(stderr);
     ::_exit(kExitAfterCandidate);
   });

@@ -22,20 +22,11 @@
 #include <nlohmann/json.hpp>
 
 #include "dataload/data_identity.h"
+#include "elastic/recovery/recovery_files.h"
 #include "est/executor.h"
 #include "runtime/train/metrics.h"
 
 namespace tl::launcher {
-
-// Files under the recovery folder tl-run gives (--recovery-dir), shared with tl-run.
-struct RecoveryPaths {
-  std::string dir;
-  std::string candidates() const { return dir + "/candidates"; }
-  std::string candidateDir(int rank) const { return candidates() + "/rank-" + std::to_string(rank); }
-  std::string candidateInfo(int rank) const { return candidates() + "/rank-" + std::to_string(rank) + ".json"; }
-  // What tl-run tells the next launch: the failures so far, the last one not yet recorded.
-  std::string history() const { return dir + "/history.json"; }
-};
 
 class RecoveryGuard final : public est::StepObserver {
  public:
@@ -51,8 +42,13 @@ class RecoveryGuard final : public est::StepObserver {
   est::StepAction afterStep(int64_t stepsDone, est::EstExecutor& executor) override;
 
   // Writes this process's snapshot as a candidate checkpoint (atomically, then its info file),
-  // once; a second call waits for the first. `missingRanks`: ranks a timed-out collective named.
-  void writeCandidate(const std::string& reason, const std::vector<int>& missingRanks);
+  // once; a second call waits for the first.
+  struct Loss {
+    std::string reason;
+    bool timedOut = false;          // a collective timed out (a hung or lost member)
+    std::vector<int> missingRanks;  // the ranks it named as not joining
+  };
+  void writeCandidate(const Loss& loss);
 
   // Lead: the failures tl-run saw, as `failure`/`recovery` metrics records at the first completed
   // step after a resume, and counts for summary.json and status.
@@ -74,7 +70,7 @@ class RecoveryGuard final : public est::StepObserver {
  private:
   void recordRecovery(int64_t stepsDone);
 
-  RecoveryPaths paths_;
+  elastic::RecoveryPaths paths_;
   est::StepObserver& inner_;
   std::atomic<int> rank_{0};
   std::string host_;
@@ -86,15 +82,12 @@ class RecoveryGuard final : public est::StepObserver {
   double stateTime_ = 0;  // Unix seconds when state_ was taken
   std::atomic<int64_t> completed_{0};  // the last step whose optimizer step this process finished
   bool written_ = false;
-  nlohmann::json members_ = nlohmann::json::array();
-  nlohmann::json history_;  // from tl-run (empty when none)
+  std::vector<elastic::Member> members_;
+  elastic::RecoveryHistory history_;  // from tl-run (no failures when none)
   bool recorded_ = false;
   train::MetricsLog* metrics_ = nullptr;
   std::function<void(const nlohmann::json&)> sink_;
   std::thread watcher_;
 };
-
-// Ranks a collective timeout names: "rank 1 (host a) and rank 3 (host b) did not join it".
-std::vector<int> ranksNamedByTimeout(const std::string& message);
 
 }  // namespace tl::launcher

@@ -7,6 +7,7 @@
 #include "common/check.h"
 #include "common/version.h"
 #include "common/cli/cli.h"
+#include "common/cli/host_list.h"
 
 namespace {
 
@@ -140,6 +141,33 @@ TEST(Cli, IntLists) {
   } catch (const tl::InputError& e) {
     EXPECT_STREQ(e.what(), "--sweep: expected an integer, got 'x'");
   }
+}
+
+// One host list for tl-run --hosts (HOST alone is one slot) and tl-ctl --hosts (HOST:N always).
+TEST(Cli, HostLists) {
+  using tl::HostSlots;
+  using tl::cli::parseHostList;
+  EXPECT_EQ(parseHostList("a:2,b,c.example-1:4", "--hosts"),
+            (std::vector<HostSlots>{{"a", 2}, {"b", 1}, {"c.example-1", 4}}));
+  EXPECT_EQ(tl::formatHostList({{"a", 2}, {"b", 1}}), "a:2,b:1");
+  const auto refused = [](const std::string& text, tl::cli::HostListRules rules) -> std::string {
+    try {
+      parseHostList(text, "--hosts", rules);
+    } catch (const tl::InputError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  const tl::cli::HostListRules counted{true, 8};
+  EXPECT_EQ(refused("a:2,b", counted), "--hosts: expected HOST:N, got 'b'");
+  EXPECT_EQ(refused("a,,b", {}), "--hosts: expected HOST[:N], got ''");
+  EXPECT_EQ(refused("a:1,", counted), "--hosts: expected HOST:N[,HOST:N...], got 'a:1,'");
+  EXPECT_EQ(refused("bad host:1", {}),
+            "--hosts: 'bad host' is not a host name (1-255 characters of A-Z a-z 0-9 . - _)");
+  EXPECT_EQ(refused(":3", {}), "--hosts: '' is not a host name (1-255 characters of A-Z a-z 0-9 . - _)");
+  EXPECT_EQ(refused("a:0", {}), "--hosts: a:0, the count must be between 1 and 1048576");
+  EXPECT_EQ(refused("a:9", counted), "--hosts: a:9, the count must be between 1 and 8");
+  EXPECT_NE(refused("a:x", {}).find("--hosts a"), std::string::npos);
 }
 
 }  // namespace

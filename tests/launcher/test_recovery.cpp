@@ -15,6 +15,7 @@
 #include <random>
 #include <thread>
 
+#include "common/clock.h"
 #include "tests/support/consistency_csv.h"
 #include "tests/support/run_command.h"
 
@@ -85,10 +86,6 @@ bool waitUntil(const std::function<bool()>& done, double seconds) {
   return false;
 }
 
-double unixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // Signals a random rank of the running launch once the job has passed `step` and runs on
 // `processes` processes; returns the time it was sent.
 double signalRankAfter(const std::string& out, int64_t step, int processes, int signal, std::mt19937& rng) {
@@ -99,7 +96,7 @@ double signalRankAfter(const std::string& out, int64_t step, int processes, int 
   const pid_t victim = pids[std::uniform_int_distribution<size_t>(0, pids.size() - 1)(rng)];
   ::kill(victim, signal);
   std::cout << "signal " << signal << " to pid " << victim << " after step " << lastStep(out) << std::endl;
-  return unixNow();
+  return tl::unixNow();
 }
 
 class Recovery : public ::testing::Test {

@@ -14,6 +14,7 @@
 
 #include "common/check.h"
 #include "common/cli/cli.h"
+#include "common/cli/host_list.h"
 #include "control/control_client.h"
 
 namespace {
@@ -83,28 +84,7 @@ std::vector<int> intList(const std::string& text, const std::string& what, int m
 }
 
 std::vector<HostSlots> hostList(const std::string& text) {
-  std::vector<HostSlots> out;
-  size_t start = 0;
-  TL_REQUIRE(!text.empty() && text.back() != ',', "--hosts: expected HOST:N[,HOST:N...], got '",
-             text, "'");
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(start, end - start);
-    const size_t colon = item.rfind(':');
-    TL_REQUIRE(colon != std::string::npos, "--hosts: expected HOST:N, got '", item, "'");
-    HostSlots h;
-    h.host = item.substr(0, colon);
-    TL_REQUIRE(validHostName(h.host), "--hosts: '", h.host,
-               "' is not a host name (1-255 characters of A-Z a-z 0-9 . - _)");
-    const int64_t count = tl::cli::parseInt(item.substr(colon + 1), "--hosts " + h.host);
-    TL_REQUIRE(count >= 1 && count <= kMaxProcesses, "--hosts: ", h.host, ":", count,
-               ", the count must be at least 1");
-    h.count = int(count);
-    out.push_back(h);
-    start = end + 1;
-  }
-  return out;
+  return tl::cli::parseHostList(text, "--hosts", {/*countRequired=*/true, kMaxProcesses});
 }
 
 CLI::App* addCommand(CLI::App& app, const std::string& name, const std::string& help, Flags& f) {

@@ -1,173 +1,47 @@
 #include "tools/run/supervisor.h"
 
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <optional>
-#include <set>
-#include <thread>
+#include <type_traits>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/files.h"
-#include "common/signals.h"
-
-extern char** environ;
+#include "tools/run/mpirun_watch.h"
 
 namespace tl::run {
 namespace fs = std::filesystem;
 namespace {
 
+using elastic::Candidate;
+using elastic::FailureRecord;
+using elastic::FailureReport;
 using json = nlohmann::json;
 
-std::atomic<int> gInterrupt{0};
-void onInterrupt(int signal) { gInterrupt.store(signal); }
-
-double unixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// The value of `--name v` or `--name=v` in `args` (empty when absent).
-std::string flagValue(const std::vector<std::string>& args, const std::string& name) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == name && i + 1 < args.size()) return args[i + 1];
-    if (args[i].rfind(name + "=", 0) == 0) return args[i].substr(name.size() + 1);
-  }
-  return "";
-}
-
-bool hasFlag(const std::vector<std::string>& args, const std::string& name) {
-  for (const auto& a : args)
-    if (a == name || a.rfind(name + "=", 0) == 0) return true;
-  return false;
-}
-
-std::vector<std::string> withoutFlag(const std::vector<std::string>& args, const std::string& name) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == name) {
-      ++i;
-      continue;
-    }
-    if (args[i].rfind(name + "=", 0) == 0) continue;
-    out.push_back(args[i]);
-  }
-  return out;
-}
-
-std::string joined(const std::vector<int>& v) {
+template <typename T>
+std::string joined(const std::vector<T>& v) {
   std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  for (const T& x : v) {
+    if (!s.empty()) s += ",";
+    if constexpr (std::is_same_v<T, std::string>) s += x;
+    else s += std::to_string(x);
+  }
   return s;
 }
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + v[i];
-  return s;
-}
-
-pid_t spawn(const std::vector<std::string>& argv) {
-  std::vector<char*> cargs;
-  for (const auto& a : argv) cargs.push_back(const_cast<char*>(a.c_str()));
-  cargs.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, cargs[0], nullptr, nullptr, cargs.data(), environ);
-  if (rc != 0) inputError("--mpirun: cannot start '", argv[0], "': ", std::strerror(rc));
-  return pid;
-}
-
-// The members a copy names (rank -> {host, pid}), from any candidate.
-json membersOf(const FailureReport& report) {
-  for (const auto& c : report.candidates)
-    if (c.info.contains("members") && !c.info["members"].empty()) return c.info["members"];
-  return json::array();
-}
-
-// The state letter of a process of this host ('Z' zombie, 'T' stopped, 0 when it is gone).
-char processState(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return 0;
-  const size_t paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : 0;
-}
-
-// A process of this host that has not ended (a zombie has).
-bool running(pid_t pid) {
-  const char state = processState(pid);
-  return state != 0 && state != 'Z';
-}
-
-// The job is down once no rank of this host runs and every rank elsewhere wrote its copy, was
-// named missing, or is past the grace. A rank named missing that wrote no copy is waited for up
-// to the partition grace (min of kill grace and hang timeout): across a network partition each
-// side names the other, and both sides write their copies; a stopped rank of this host (a
-// hang) is SIGKILLed at once, a running one after the grace.
-bool jobIsDown(const FailureReport& report, const SupervisorOptions& o, double sinceFirstCopy) {
-  const json members = membersOf(report);
-  const std::string here = hostName();
-  const bool partitionGraceOver = sinceFirstCopy > std::min(o.killGraceSeconds, o.hangTimeoutSeconds);
-  bool localRunning = false, remoteOpen = false;
-  for (const auto& m : members) {
-    const int r = m.value("rank", -1);
-    const bool named = std::find(report.namedMissing.begin(), report.namedMissing.end(), r) != report.namedMissing.end();
-    const bool wrote = std::find(report.wrote.begin(), report.wrote.end(), r) != report.wrote.end();
-    if (m.value("host", "") != here) {
-      remoteOpen |= !wrote && (!named || !partitionGraceOver);
-      continue;
-    }
-    const pid_t pid = pid_t(m.value("pid", int64_t(0)));
-    if (pid <= 1 || !running(pid)) continue;
-    const char state = processState(pid);
-    if (named && !wrote && (state == 'T' || state == 't' || partitionGraceOver)) ::kill(pid, SIGKILL);
-    localRunning = true;
-  }
-  return !localRunning && (!remoteOpen || sinceFirstCopy > o.killGraceSeconds);
-}
-
-// Waits for mpirun. Once copies appear the job is being lost: as soon as it is down (above),
-// mpirun is ended rather than waited for (its daemon sleeps its kill grace twice).
-int waitForMpirun(pid_t pid, const SupervisorOptions& o, const std::string& recoveryDir, int processes) {
-  using Clock = std::chrono::steady_clock;
-  std::optional<Clock::time_point> firstCopy;
-  bool interruptSent = false;
-  for (;;) {
-    int status = 0;
-    const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (gInterrupt.load() && !interruptSent) {
-      ::kill(pid, SIGTERM);
-      interruptSent = true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (gInterrupt.load() || !fs::exists(recoveryDir + "/candidates")) continue;
-    const FailureReport report = readFailure(recoveryDir, processes);
-    if (report.candidates.empty()) continue;
-    if (!firstCopy) firstCopy = Clock::now();
-    const double since = std::chrono::duration<double>(Clock::now() - firstCopy.value()).count();
-    if (jobIsDown(report, o, since) || since > 3 * o.killGraceSeconds) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return 128 + SIGKILL;
-    }
-  }
-}
-
-// Where the user can go on from by hand: the newest complete copy or periodic checkpoint.
-std::string lastGood(const std::string& kept, const std::string& checkpointDir) {
-  if (!kept.empty()) return kept;
-  if (fileExists(checkpointDir + "/checkpoint.tl")) return checkpointDir;
-  return "";
-}
+// What one supervised run knows between its launches.
+struct Run {
+  const SupervisorOptions& o;
+  std::string outputDir;
+  std::string checkpointDir;
+  elastic::RecoveryPaths paths;
+  elastic::RecoveryHistory history;
+  std::string kept;  // the newest copy moved out of candidates/
+  LaunchPlan plan;
+  int64_t resumedFrom() const { return history.failures.empty() ? 0 : history.failures.back().boundaryStep; }
+};
 
 // The last step the job's metrics record (-1: none), to tell a launch lost before its first
 // step from one whose progress no copy kept.
@@ -192,214 +66,161 @@ void appendMetrics(const std::string& outputDir, json record) {
   out << record.dump() << "\n";
 }
 
-void writeJson(const std::string& path, const json& j) { writeFileAtomic(path, j.dump(1) + "\n"); }
+Run prepare(const SupervisorOptions& o) {
+  checkOptions(o);
+  Run run{o, outputDirOf(o), checkpointDirOf(o), recoveryPathsOf(o), {}, {}, firstLaunch(o)};
+  ensureWritableDir(run.paths.dir, "recovery directory");
+  fs::remove_all(run.paths.candidates());
+  fs::remove(run.paths.history());
+  return run;
+}
+
+void record(Run& run, FailureRecord failure) {
+  failure.processesAfter = run.plan.processes;
+  failure.relaunchedAt = unixNow();
+  run.history.failures.push_back(std::move(failure));
+  elastic::writeHistory(run.paths, run.history);
+}
+
+// Lost before its first step: nothing to lose; the same start again, on as many processes.
+void restartSame(Run& run, int status) {
+  std::fprintf(stderr, "tl-run: the launch failed before its first step (mpirun exit status %d); starting it again\n",
+               status);
+  FailureRecord failure;
+  failure.detectedBy = "mpirun";
+  failure.reason = "lost before its first step";
+  failure.boundaryStep = run.resumedFrom();
+  failure.processesBefore = run.plan.processes;
+  ++run.plan.launch;
+  record(run, failure);
+}
+
+int noCopyLeft(const Run& run, int status) {
+  appendMetrics(run.outputDir, {{"lost_ranks", json::array()}, {"reason", "no process left a copy of the job"},
+                                {"processes_before", run.plan.processes}, {"mpirun_exit_status", status}});
+  std::string good = run.kept;  // where the user can go on from by hand
+  if (good.empty() && fileExists(run.checkpointDir + "/checkpoint.tl")) good = run.checkpointDir;
+  std::fprintf(stderr, "tl-run: error: the job failed (mpirun exit status %d) and no process left a copy of its state; %s\n",
+               status, good.empty() ? "there is no checkpoint to go on from" : ("the last good checkpoint is " + good).c_str());
+  return 1;
+}
+
+FailureRecord lossOf(const FailureReport& report, int processes) {
+  const Candidate& best = report.candidates.front();
+  int64_t completed = best.step();
+  double snapshotAt = 0, detectedAt = 1e300;
+  bool hung = false;
+  for (const Candidate& c : report.candidates) {
+    completed = std::max(completed, c.info.completedStep);
+    snapshotAt = std::max(snapshotAt, c.info.snapshotAt);
+    if (c.info.detectedAt > 0) detectedAt = std::min(detectedAt, c.info.detectedAt);
+    hung |= c.info.timedOut;
+  }
+  FailureRecord f;
+  f.lostRanks = report.lostRanks;
+  f.lostHosts = report.lostHosts;
+  f.detectedBy = hung ? "hang-timeout" : "mpirun";
+  f.reason = best.info.reason;
+  f.boundaryStep = best.step();
+  f.stepsRecomputed = completed - best.step();
+  f.failedAt = snapshotAt;
+  f.detectionSeconds = detectedAt - snapshotAt;
+  f.processesBefore = processes;
+  f.copies = report.candidates.size();
+  return f;
+}
+
+// Lost with copies: keep the newest out of candidates/ (the next launch writes new ones there)
+// and relaunch from it on what remains; false once the job was lost too often.
+bool relaunchFrom(Run& run, const FailureReport& report) {
+  const std::string state = run.paths.keptState(run.plan.launch);
+  fs::remove_all(state);
+  fs::rename(report.candidates.front().dir, state);
+  if (!run.kept.empty()) fs::remove_all(run.kept);
+  run.kept = state;
+  const FailureRecord failure = lossOf(report, run.plan.processes);
+  std::fprintf(stderr, "tl-run: lost rank(s) %s%s%s after step %lld (%s); %zu copies of the job\n",
+               joined(report.lostRanks).c_str(), report.lostHosts.empty() ? "" : " on host(s) ",
+               joined(report.lostHosts).c_str(), (long long)failure.boundaryStep, failure.detectedBy.c_str(),
+               report.candidates.size());
+  fs::remove_all(run.paths.candidates());
+  if (run.plan.launch >= run.o.maxRestarts) {
+    appendMetrics(run.outputDir, elastic::toJson(failure));
+    std::fprintf(stderr,
+                 "tl-run: error: the job was lost %d times, more than --max-restarts %d; the last good checkpoint "
+                 "is %s (step %lld): go on with tl-launch --resume %s\n",
+                 run.plan.launch + 1, run.o.maxRestarts, run.kept.c_str(), (long long)failure.boundaryStep,
+                 run.kept.c_str());
+    return false;
+  }
+  run.plan = nextLaunch(run.o, run.plan, report, run.kept);
+  record(run, failure);
+  return true;
+}
 
 }  // namespace
 
-FailureReport readFailure(const std::string& recoveryDir, int processes) {
-  FailureReport report;
-  const std::string dir = recoveryDir + "/candidates";
-  std::set<int> missing;
-  std::set<int> wrote;
-  if (fs::exists(dir)) {
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      const std::string name = entry.path().filename().string();
-      if (name.rfind("rank-", 0) != 0 || entry.path().extension() != ".json") continue;
-      Candidate c;
-      try {
-        c.info = json::parse(readFile(entry.path().string()));
-        c.rank = c.info.at("rank").get<int>();
-      } catch (const std::exception&) {
-        continue;  // not (yet) a complete copy
-      }
-      c.dir = dir + "/rank-" + std::to_string(c.rank);
-      if (!fileExists(c.dir + "/checkpoint.tl")) continue;
-      for (int r : c.info.value("missing_ranks", std::vector<int>{})) missing.insert(r);
-      report.wrote.push_back(c.rank);
-      wrote.insert(c.rank);
-      report.candidates.push_back(std::move(c));
+const char* outcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::Finished: return "finished";
+    case Outcome::Interrupted: return "interrupted";
+    case Outcome::BadInput: return "bad input";
+    case Outcome::LostBeforeFirstStep: return "lost before the first step";
+    case Outcome::LostWithoutCopy: return "lost without a copy";
+    case Outcome::Lost: return "lost";
+  }
+  return "?";
+}
+
+Outcome classify(const LaunchExit& exit, bool copies, bool progressed) {
+  if (exit.status == 0) return Outcome::Finished;
+  if (exit.interrupted) return Outcome::Interrupted;
+  if (copies) return Outcome::Lost;
+  if (exit.status == 2) return Outcome::BadInput;  // already reported by tl-launch
+  return progressed ? Outcome::LostWithoutCopy : Outcome::LostBeforeFirstStep;
+}
+
+int supervise(const SupervisorOptions& o, const LaunchStep& launch) {
+  Run run = prepare(o);
+  for (;;) {
+    if (run.plan.launch > 0)
+      std::fprintf(stderr, "tl-run: restart %d of at most %d: %d processes, resuming from step %lld\n", run.plan.launch,
+                   o.maxRestarts, run.plan.processes, (long long)run.resumedFrom());
+    std::fflush(stderr);
+    // (The lost launch may have logged the step in flight: what counts is a step this one logs.)
+    const int64_t loggedBefore = run.plan.launch == 0 && run.plan.resume.empty() ? -1 : lastLoggedStep(run.outputDir);
+    const LaunchExit exit = launch(launchCommand(o, run.plan), run.plan);
+    const FailureReport report = elastic::readFailure(run.paths, run.plan.processes);
+    switch (classify(exit, !report.candidates.empty(), lastLoggedStep(run.outputDir) > loggedBefore)) {
+      case Outcome::Finished:
+        if (!run.history.failures.empty())
+          std::fprintf(stderr, "tl-run: the job finished after %zu lost launch(es)\n", run.history.failures.size());
+        return 0;
+      case Outcome::Interrupted:
+        std::fprintf(stderr, "tl-run: interrupted; not restarting\n");
+        return 130;
+      case Outcome::BadInput:
+        return 2;
+      case Outcome::LostBeforeFirstStep:
+        if (run.plan.launch < o.maxRestarts) {
+          restartSame(run, exit.status);
+          continue;
+        }
+        [[fallthrough]];
+      case Outcome::LostWithoutCopy:
+        return noCopyLeft(run, exit.status);
+      case Outcome::Lost:
+        if (!relaunchFrom(run, report)) return 1;
     }
   }
-  std::sort(report.candidates.begin(), report.candidates.end(), [](const Candidate& a, const Candidate& b) {
-    return a.step() != b.step() ? a.step() > b.step() : a.rank < b.rank;
-  });
-  report.namedMissing.assign(missing.begin(), missing.end());
-  // Copies may disagree on who is missing: across a network partition each side names the
-  // other. The view trusted is the one the most writers share (writers it does not name), ties
-  // to the lowest-ranked writer's, the lead's side.
-  std::set<int> trusted;
-  size_t support = 0;
-  for (int w : wrote) {  // ascending ranks
-    const auto& c = *std::find_if(report.candidates.begin(), report.candidates.end(),
-                                  [&](const Candidate& x) { return x.rank == w; });
-    const std::vector<int> named = c.info.value("missing_ranks", std::vector<int>{});
-    const std::set<int> view(named.begin(), named.end());
-    const size_t n = size_t(std::count_if(wrote.begin(), wrote.end(), [&](int r) { return !view.count(r); }));
-    if (n > support) {
-      support = n;
-      trusted = view;
-    }
-  }
-  // An in-place grow may have made the job larger than its launch.
-  if (!wrote.empty()) processes = std::max(processes, *wrote.rbegin() + 1);
-  if (!missing.empty()) processes = std::max(processes, *missing.rbegin() + 1);
-  for (int r = 0; r < processes; ++r) {
-    report.accountedFor += wrote.count(r) || missing.count(r);
-    if (wrote.count(r) && !trusted.count(r)) ++report.survivors;
-    else report.lostRanks.push_back(r);
-  }
-  const json members = membersOf(report);
-  std::map<std::string, int> alive;
-  for (const auto& m : members) {
-    const int r = m.value("rank", -1);
-    const std::string host = m.value("host", "");
-    alive[host] += std::find(report.lostRanks.begin(), report.lostRanks.end(), r) == report.lostRanks.end();
-  }
-  for (const auto& [host, n] : alive)
-    if (n == 0) report.lostHosts.push_back(host);
-  return report;
 }
 
 int supervise(const SupervisorOptions& o) {
-  TL_REQUIRE(o.processes >= 1, "--np: give the number of processes to start (at least 1)");
-  const std::string outputDir = flagValue(o.launchArgs, "--output-dir");
-  TL_REQUIRE(!outputDir.empty(), "tl-run needs the job's --output-dir (metrics, summary and recovery go there)");
-  TL_REQUIRE(!hasFlag(o.launchArgs, "--collective-timeout"),
-             "--collective-timeout: give tl-run --hang-timeout instead (tl-run sets it)");
-  TL_REQUIRE(!hasFlag(o.launchArgs, "--recovery-dir"), "--recovery-dir is set by tl-run");
-  const std::string recoveryDir = fs::absolute(outputDir + "/recovery").lexically_normal().string();
-  std::string checkpointDir = flagValue(o.launchArgs, "--checkpoint-dir");
-  if (checkpointDir.empty()) checkpointDir = outputDir + "/checkpoint";
-  ensureWritableDir(recoveryDir, "recovery directory");
-  fs::remove_all(recoveryDir + "/candidates");
-  fs::remove(recoveryDir + "/history.json");
-
-  std::vector<std::string> baseArgs = withoutFlag(withoutFlag(o.launchArgs, "--resume"), "--checkpoint-dir");
-  std::string resume = flagValue(o.launchArgs, "--resume");
-  std::vector<HostSlots> hosts = o.hosts;
-  int processes = o.processes;
-  json history{{"failures", json::array()}};
-  std::string kept;  // the newest copy moved out of candidates/
-  handleSignals({SIGINT, SIGTERM}, onInterrupt);
-
-  for (int launch = 0;; ++launch) {
-    std::vector<std::string> argv{o.mpirun};
-    if (!hosts.empty()) {
-      std::vector<std::string> list;
-      for (const auto& h : hosts) list.push_back(h.host + ":" + std::to_string(h.slots));
-      argv.insert(argv.end(), {"--host", joined(list)});
-    }
-    argv.insert(argv.end(), o.mpirunArgs.begin(), o.mpirunArgs.end());
-    // Survivors need time to write their copy after mpirun's SIGTERM.
-    argv.insert(argv.end(), {"--mca", "odls_base_sigkill_timeout", std::to_string(int(o.killGraceSeconds)),
-                             "-np", std::to_string(processes), o.launch});
-    // A fixed placement fits only its process count; `auto` plans for any.
-    const bool fixedPlacement = hasFlag(baseArgs, "--placement") && flagValue(baseArgs, "--placement") != "auto";
-    std::vector<std::string> job =
-        launch == 0 || processes == o.processes || !fixedPlacement ? baseArgs : withoutFlag(baseArgs, "--placement");
-    argv.insert(argv.end(), job.begin(), job.end());
-    argv.insert(argv.end(), {"--checkpoint-dir", checkpointDir, "--recovery-dir", recoveryDir,
-                             "--collective-timeout", std::to_string(o.hangTimeoutSeconds)});
-    if (!resume.empty()) argv.insert(argv.end(), {"--resume", resume});
-    if (launch > 0)
-      std::fprintf(stderr, "tl-run: restart %d of at most %d: %d processes, resuming from step %lld\n", launch,
-                   o.maxRestarts, processes, (long long)history["failures"].back().value("boundary_step", int64_t(0)));
-    std::fflush(stderr);
-    const int64_t startStep = history["failures"].empty() ? 0 : history["failures"].back().value("boundary_step", int64_t(0));
-    // (The lost launch may have logged the step in flight: what counts is a step this one logs.)
-    const int64_t loggedBefore = launch == 0 && resume.empty() ? -1 : lastLoggedStep(outputDir);
-    const pid_t pid = spawn(argv);
-    const int rc = waitForMpirun(pid, o, recoveryDir, processes);
-    if (rc == 0) {
-      if (!history["failures"].empty())
-        std::fprintf(stderr, "tl-run: the job finished after %zu lost launch(es)\n", history["failures"].size());
-      return 0;
-    }
-    if (gInterrupt.load()) {
-      std::fprintf(stderr, "tl-run: interrupted; not restarting\n");
-      return 130;
-    }
-    const FailureReport report = readFailure(recoveryDir, processes);
-    if (report.candidates.empty() && rc == 2) return 2;  // bad input, already reported by tl-launch
-    if (report.candidates.empty() && lastLoggedStep(outputDir) <= loggedBefore && launch < o.maxRestarts) {
-      // Lost before its first step: nothing to lose; the same start again, on as many processes.
-      std::fprintf(stderr, "tl-run: the launch failed before its first step (mpirun exit status %d); starting it again\n", rc);
-      json failure{{"lost_ranks", json::array()}, {"detected_by", "mpirun"}, {"reason", "lost before its first step"},
-                   {"boundary_step", startStep}, {"steps_recomputed", 0}, {"processes_before", processes},
-                   {"processes_after", processes}, {"relaunched_at", unixNow()}};
-      history["failures"].push_back(failure);
-      writeJson(recoveryDir + "/history.json", history);
-      continue;
-    }
-    if (report.candidates.empty()) {
-      appendMetrics(outputDir, {{"lost_ranks", json::array()}, {"reason", "no process left a copy of the job"},
-                                {"processes_before", processes}, {"mpirun_exit_status", rc}});
-      const std::string good = lastGood(kept, checkpointDir);
-      std::fprintf(stderr,
-                   "tl-run: error: the job failed (mpirun exit status %d) and no process left a copy of its "
-                   "state; %s\n",
-                   rc, good.empty() ? "there is no checkpoint to go on from" : ("the last good checkpoint is " + good).c_str());
-      return 1;
-    }
-    // Keep the newest copy out of candidates/ (the next launch writes new ones there).
-    const Candidate& best = report.candidates.front();
-    const std::string state = recoveryDir + "/state-" + std::to_string(launch);
-    fs::remove_all(state);
-    fs::rename(best.dir, state);
-    if (!kept.empty()) fs::remove_all(kept);
-    kept = state;
-    int64_t completed = best.step();
-    double snapshotAt = 0, detectedAt = 1e300;
-    for (const auto& c : report.candidates) {
-      completed = std::max(completed, c.info.value("completed_step", int64_t(0)));
-      snapshotAt = std::max(snapshotAt, c.info.value("snapshot_at", 0.0));
-      detectedAt = std::min(detectedAt, c.info.value("detected_at", 1e300));
-    }
-    const bool hung = std::any_of(report.candidates.begin(), report.candidates.end(),
-                                  [](const Candidate& c) { return c.info.value("reason", "").find("timed out") != std::string::npos; });
-    json failure{{"lost_ranks", report.lostRanks},
-                 {"lost_hosts", report.lostHosts},
-                 {"detected_by", hung ? "hang-timeout" : "mpirun"},
-                 {"reason", best.info.value("reason", "")},
-                 {"boundary_step", best.step()},
-                 {"steps_recomputed", completed - best.step()},
-                 {"failed_at", snapshotAt},
-                 {"detection_s", detectedAt - snapshotAt},
-                 {"processes_before", processes},
-                 {"copies", report.candidates.size()}};
-    std::fprintf(stderr, "tl-run: lost rank(s) %s%s%s after step %lld (%s); %zu copies of the job\n",
-                 joined(report.lostRanks).c_str(), report.lostHosts.empty() ? "" : " on host(s) ",
-                 joined(report.lostHosts).c_str(), (long long)best.step(), failure["detected_by"].get<std::string>().c_str(),
-                 report.candidates.size());
-    fs::remove_all(recoveryDir + "/candidates");
-    if (launch >= o.maxRestarts) {
-      appendMetrics(outputDir, failure);
-      std::fprintf(stderr,
-                   "tl-run: error: the job was lost %d times, more than --max-restarts %d; the last good checkpoint "
-                   "is %s (step %lld): go on with tl-launch --resume %s\n",
-                   launch + 1, o.maxRestarts, kept.c_str(), (long long)best.step(), kept.c_str());
-      return 1;
-    }
-    // The next launch: the processes that remain (or, given hosts, what the hosts that remain hold).
-    if (!hosts.empty()) {
-      std::vector<HostSlots> remaining;
-      for (const auto& h : hosts)
-        if (std::find(report.lostHosts.begin(), report.lostHosts.end(), h.host) == report.lostHosts.end())
-          remaining.push_back(h);
-      TL_REQUIRE(!remaining.empty(), "every host was lost; the last good checkpoint is ", kept);
-      hosts = remaining;
-      int capacity = 0;
-      for (const auto& h : hosts) capacity += h.slots;
-      processes = std::min(o.processes, capacity);
-    } else {
-      processes = std::max(1, report.survivors);
-    }
-    failure["processes_after"] = processes;
-    failure["relaunched_at"] = unixNow();
-    history["failures"].push_back(failure);
-    writeJson(recoveryDir + "/history.json", history);
-    resume = kept;
-  }
+  watchInterrupts();
+  const elastic::RecoveryPaths paths = recoveryPathsOf(o);
+  return supervise(o, [&](const std::vector<std::string>& argv, const LaunchPlan& plan) {
+    return runMpirun(argv, o, paths, plan.processes);
+  });
 }
 
 }  // namespace tl::run

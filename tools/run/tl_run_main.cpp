@@ -12,32 +12,12 @@
 
 #include "common/check.h"
 #include "common/cli/cli.h"
+#include "common/cli/host_list.h"
 #include "tools/run/supervisor.h"
 
 namespace {
 
 constexpr const char* kProgram = "tl-run";
-
-std::vector<tl::run::HostSlots> parseHosts(const std::string& text) {
-  std::vector<tl::run::HostSlots> hosts;
-  if (text.empty()) return hosts;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    TL_REQUIRE(!item.empty(), "--hosts: empty host in '", text, "'");
-    tl::run::HostSlots h;
-    const size_t colon = item.find(':');
-    h.host = item.substr(0, colon);
-    TL_REQUIRE(!h.host.empty(), "--hosts: a host without a name in '", text, "'");
-    if (colon != std::string::npos) h.slots = int(tl::cli::parseInt(item.substr(colon + 1), "--hosts slots of " + h.host));
-    TL_REQUIRE(h.slots >= 1, "--hosts: ", h.host, " needs at least 1 slot, got ", h.slots);
-    hosts.push_back(h);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return hosts;
-}
 
 // tl-launch next to this executable.
 std::string siblingLaunch() {
@@ -77,7 +57,7 @@ int run(int argc, char** argv) {
   app->add_option("--launch", o.launch, "the tl-launch to run")->capture_default_str();
   if (!tl::cli::parse(*app, own)) return tl::cli::kExitOk;
   TL_REQUIRE(split, "give the job's tl-launch flags after '--' (see tl-run --help)");
-  o.hosts = parseHosts(hosts);
+  if (!hosts.empty()) o.hosts = tl::cli::parseHostList(hosts, "--hosts");
   o.mpirunArgs = tl::cli::splitBlanks(mpirunArgs);
   o.launchArgs = job;
   return tl::run::supervise(o);

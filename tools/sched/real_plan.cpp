@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/check.h"
+#include "tools/mpirun/mpirun_command.h"
 
 namespace tl::sched {
 namespace {
@@ -26,12 +27,16 @@ int64_t stepsOf(const JobSpec& job, int batch) {
 std::vector<std::string> launchArgv(const RealJobSettings& s, const JobSpec& job,
                                     const SlotKind& kind, int processes, const std::string& dir) {
   TL_CHECK(processes >= 1 && processes <= job.maxGpus, "job ", job.id, ": ", processes, " processes");
-  std::vector<std::string> a = {s.mpirun, "--oversubscribe"};
-  if (s.allowRunAsRoot) a.push_back("--allow-run-as-root");
-  a.insert(a.end(), {"--bind-to", "none", "-np", std::to_string(processes), s.tlLaunch, "--model",
-                     job.model, "--logical-workers", std::to_string(job.logicalWorkers()),
-                     "--batch", std::to_string(s.batch), "--steps",
-                     std::to_string(stepsOf(job, s.batch))});
+  mpirun::LaunchCommand c;
+  c.mpirun = s.mpirun;
+  c.oversubscribe = true;
+  c.allowRunAsRoot = s.allowRunAsRoot;
+  c.bindTo = "none";
+  c.processes = processes;
+  c.tlLaunch = s.tlLaunch;
+  std::vector<std::string>& a = c.launchFlags;
+  a = {"--model", job.model, "--logical-workers", std::to_string(job.logicalWorkers()), "--batch",
+       std::to_string(s.batch), "--steps", std::to_string(stepsOf(job, s.batch))};
   if (kind.slowdown != 1) {
     // One factor per process; processes a grow starts take the last one (the same kind).
     std::string f;
@@ -40,7 +45,7 @@ std::vector<std::string> launchArgv(const RealJobSettings& s, const JobSpec& job
   }
   a.insert(a.end(), s.launchFlags.begin(), s.launchFlags.end());
   a.insert(a.end(), {"--output-dir", dir});
-  return a;
+  return mpirun::argvOf(c);
 }
 
 std::vector<std::string> growArgv(const RealJobSettings& s, const std::string& dir, int processes) {

@@ -4,6 +4,7 @@
 
 #include "common/check.h"
 #include "common/files.h"
+#include "tools/mpirun/mpirun_command.h"
 #include "tools/submit/child_process.h"
 
 namespace tl::submit {
@@ -30,22 +31,22 @@ std::vector<std::string> tlLaunchFlags(const SubmitJob& job) {
 std::vector<std::string> mpirunArgv(const MpirunOptions& options, int processes, int port,
                                     bool exportCudaDevices,
                                     const std::vector<std::string>& launchFlags) {
-  std::vector<std::string> a = {options.mpirun};
-  if (options.oversubscribe) a.push_back("--oversubscribe");
-  if (options.allowRunAsRoot) a.push_back("--allow-run-as-root");
-  if (!options.bindTo.empty()) a.insert(a.end(), {"--bind-to", options.bindTo});
-  a.insert(a.end(), {"-np", std::to_string(processes)});
+  mpirun::LaunchCommand c;
+  c.mpirun = options.mpirun;
+  c.oversubscribe = options.oversubscribe;
+  c.allowRunAsRoot = options.allowRunAsRoot;
+  c.bindTo = options.bindTo;
+  c.processes = processes;
   if (port > 0) {
     // The job's ranks listen for TCP peers only in [port, port + range): concurrent jobs with
     // disjoint ranges cannot race for the same port, and firewalls can open exactly these.
-    a.insert(a.end(), {"--mca", "btl_tcp_port_min_v4", std::to_string(port), "--mca",
-                       "btl_tcp_port_range_v4", std::to_string(options.portRange)});
+    c.mca = {{"btl_tcp_port_min_v4", std::to_string(port)}, {"btl_tcp_port_range_v4", std::to_string(options.portRange)}};
   }
-  if (exportCudaDevices) a.insert(a.end(), {"-x", "CUDA_VISIBLE_DEVICES"});
-  a.insert(a.end(), options.extraMpiArgs.begin(), options.extraMpiArgs.end());
-  a.push_back(options.tlLaunch);
-  a.insert(a.end(), launchFlags.begin(), launchFlags.end());
-  return a;
+  if (exportCudaDevices) c.exportEnv.push_back("CUDA_VISIBLE_DEVICES");
+  c.extraArgs = options.extraMpiArgs;
+  c.tlLaunch = options.tlLaunch;
+  c.launchFlags = launchFlags;
+  return mpirun::argvOf(c);
 }
 
 std::vector<std::string> jobLaunchFlags(const MpirunOptions& options, const SubmitJob& job) {

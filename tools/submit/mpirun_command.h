@@ -1,4 +1,5 @@
-// How tl-submit and tl-profile turn a job into an `mpirun ... tl-launch ...` command line.
+// How tl-submit and tl-profile turn a job into an `mpirun ... tl-launch ...` command line
+// (the argument order is tools/mpirun/mpirun_command.h's).
 #pragma once
 
 #include <map>

@@ -9,6 +9,7 @@
 
 #include <ATen/ATen.h>
 
+#include "runtime/comm/collective_timeout.h"
 #include "runtime/comm/collective_wait.h"
 #include "runtime/comm/mpi/mpi_detail.h"
 #include "runtime/comm/mpi/mpi_ring_allreduce.h"
@@ -352,8 +353,9 @@ class MpiCommunicator final : public Communicator {
           op.deadline);
       if (!done) {
         const std::vector<int> absent = rollCall_->absentees(rollCallGrace(op.timeout));
-        throw TimeoutError(detail::timeoutMessage("mpi", describe(), rank_, size_, op.timeout,
-                                                  rollCall_->describeAbsentees(absent, op.timeout)));
+        throw CollectiveTimeout(detail::timeoutMessage("mpi", describe(), rank_, size_, op.timeout,
+                                                       rollCall_->describeAbsentees(absent, op.timeout)),
+                                absent);
       }
     } catch (...) {
       fail(op, std::current_exception());

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "common/check.h"
+#include "runtime/comm/collective_timeout.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
 #include "runtime/comm/mpi/mpi_ring_allreduce.h"
 #include "tests/runtime/comm/communicator_conformance.h"
@@ -208,14 +209,17 @@ TEST(MpiRingAllreduce, MemberThatSkipsItTimesOutTheOthersForGood) {
   if (comm->rank() != skipper) {
     at::Tensor tensor = at::ones({300'000}, at::kLong);
     std::string message;
+    std::vector<int> absent;
     try {
       comm->allreduce(tensor, ReduceOp::Sum, {timeout});
       ADD_FAILURE() << "the ring allreduce completed without the last rank";
     } catch (const tl::TimeoutError& e) {
       message = e.what();
+      if (const auto* collective = dynamic_cast<const CollectiveTimeout*>(&e)) absent = collective->absentRanks();
     }
     EXPECT_THAT(message, HasSubstr("allreduce(sum, 300000 int64"));
     EXPECT_THAT(message, HasSubstr("rank " + std::to_string(skipper)));
+    EXPECT_EQ(absent, std::vector<int>{skipper}) << "the absent rank travels as data, not only as text";
     try {
       comm->barrier(kPatient);
       ADD_FAILURE() << "a barrier succeeded on a failed communicator";

@@ -1,0 +1,120 @@
+#include "tools/run/mpirun_watch.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <thread>
+
+#include "common/check.h"
+#include "common/files.h"
+#include "common/signals.h"
+
+extern char** environ;
+
+namespace tl::run {
+namespace {
+
+using elastic::FailureReport;
+using elastic::Member;
+
+std::atomic<int> gInterrupt{0};
+void onInterrupt(int signal) { gInterrupt.store(signal); }
+
+pid_t spawn(const std::vector<std::string>& argv) {
+  std::vector<char*> cargs;
+  for (const auto& a : argv) cargs.push_back(const_cast<char*>(a.c_str()));
+  cargs.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, cargs[0], nullptr, nullptr, cargs.data(), environ);
+  if (rc != 0) inputError("--mpirun: cannot start '", argv[0], "': ", std::strerror(rc));
+  return pid;
+}
+
+// The state letter of a process of this host ('Z' zombie, 'T' stopped, 0 when it is gone).
+char processState(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return 0;
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : 0;
+}
+
+// A process of this host that has not ended (a zombie has).
+bool running(pid_t pid) {
+  const char state = processState(pid);
+  return state != 0 && state != 'Z';
+}
+
+bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+// The job is down once no rank of this host runs and every rank elsewhere wrote its copy, was
+// named missing, or is past the grace. A rank named missing that wrote no copy is waited for up
+// to the partition grace (min of kill grace and hang timeout): across a network partition each
+// side names the other, and both sides write their copies; a stopped rank of this host (a
+// hang) is SIGKILLed at once, a running one after the grace.
+bool jobIsDown(const FailureReport& report, const SupervisorOptions& o, double sinceFirstCopy) {
+  const std::string here = hostName();
+  const bool partitionGraceOver = sinceFirstCopy > std::min(o.killGraceSeconds, o.hangTimeoutSeconds);
+  bool localRunning = false, remoteOpen = false;
+  for (const Member& m : report.members()) {
+    const bool named = contains(report.namedMissing, m.rank);
+    const bool wrote = contains(report.wrote, m.rank);
+    if (m.host != here) {
+      remoteOpen |= !wrote && (!named || !partitionGraceOver);
+      continue;
+    }
+    const pid_t pid = pid_t(m.pid);
+    if (pid <= 1 || !running(pid)) continue;
+    const char state = processState(pid);
+    if (named && !wrote && (state == 'T' || state == 't' || partitionGraceOver)) ::kill(pid, SIGKILL);
+    localRunning = true;
+  }
+  return !localRunning && (!remoteOpen || sinceFirstCopy > o.killGraceSeconds);
+}
+
+int waitForMpirun(pid_t pid, const SupervisorOptions& o, const elastic::RecoveryPaths& paths, int processes) {
+  using Clock = std::chrono::steady_clock;
+  std::optional<Clock::time_point> firstCopy;
+  bool interruptSent = false;
+  for (;;) {
+    int status = 0;
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (gInterrupt.load() && !interruptSent) {
+      ::kill(pid, SIGTERM);
+      interruptSent = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (gInterrupt.load() || !std::filesystem::exists(paths.candidates())) continue;
+    const FailureReport report = elastic::readFailure(paths, processes);
+    if (report.candidates.empty()) continue;
+    if (!firstCopy) firstCopy = Clock::now();
+    const double since = std::chrono::duration<double>(Clock::now() - firstCopy.value()).count();
+    if (jobIsDown(report, o, since) || since > 3 * o.killGraceSeconds) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return 128 + SIGKILL;
+    }
+  }
+}
+
+}  // namespace
+
+void watchInterrupts() { handleSignals({SIGINT, SIGTERM}, onInterrupt); }
+
+LaunchExit runMpirun(const std::vector<std::string>& argv, const SupervisorOptions& o,
+                     const elastic::RecoveryPaths& paths, int processes) {
+  const int status = waitForMpirun(spawn(argv), o, paths, processes);
+  return {status, gInterrupt.load() != 0};
+}
+
+}  // namespace tl::run
