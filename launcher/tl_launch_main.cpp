@@ -313,7 +313,8 @@ int runLaunch(int argc, char** argv) {
   train::MetricsLog metrics;
   if (lead && !job.outputDir.empty()) {
     metrics = train::MetricsLog(joinPath(job.outputDir, "metrics.jsonl"), /*append=*/resumed);
-    launcher::reportCacheInEpochRecords(metrics, executor->data().train->dataset());
+    if (executor->data().trainImages)
+      launcher::reportCacheInEpochRecords(metrics, *executor->data().trainImages);
   }
   launcher::JoinOffer offer;
   offer.job = job;
@@ -330,7 +331,9 @@ int runLaunch(int argc, char** argv) {
   std::unique_ptr<launcher::CoordinatorTuner> tuner;
   if (job.autoWorkers) {
     tuner = launcher::connectToCoordinator(job, options.coordinatorDir, world->rank(),
-                                           executor->data().train->dataset().sampleCache());
+                                           executor->data().trainImages
+                                               ? executor->data().trainImages->sampleCache()
+                                               : nullptr);
     executor->setLoaderTuner(tuner.get());
   }
   launcher::Membership membership;
