@@ -20,6 +20,7 @@
 #include "bench/throughput.h"
 #include "dataload/loader.h"
 #include "dataload/synthetic.h"
+#include "dataload/transforms.h"
 
 namespace {
 

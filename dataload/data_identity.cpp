@@ -11,6 +11,7 @@
 #include "common/check.h"
 #include "common/files.h"
 #include "common/sha256.h"
+#include "dataload/array_dataset.h"
 #include "dataload/cifar10.h"
 #include "dataload/image_folder.h"
 
@@ -44,6 +45,8 @@ std::vector<std::string> trainingFiles(const std::string& kind, const std::strin
       names.push_back(path.compare(0, prefix.size(), prefix) == 0 ? path.substr(prefix.size())
                                                                   : path);
     }
+  } else if (isArrayDataset(kind)) {
+    names = arrayDatasetFiles(kind, dir, Split::Train);
   } else {
     inputError("unknown dataset kind '", kind, "'");
   }

@@ -2,8 +2,8 @@
 // data is refused instead of silently training on it.
 //
 // It is cheap enough for large sets: the names and sizes of every file the training split reads,
-// plus the first and last 4 KiB of at most 64 of them (all of them for CIFAR-10 and IDX, an even
-// sample of an image folder), hashed into one SHA-256 fingerprint. The folder itself is not part
+// plus the first and last 4 KiB of at most 64 of them (all of them for CIFAR-10, IDX and the
+// array datasets' .npy/.bin files, an even sample of an image folder), hashed into one SHA-256 fingerprint. The folder itself is not part
 // of it: data that moved keeps its fingerprint.
 #pragma once
 

@@ -18,6 +18,8 @@ std::unique_ptr<Dataset> openDataset(const std::string& kind, const std::string&
   if (kind == "cifar10") return openCifar10(dir, split);
   if (kind == "mnist") return openMnistLike("MNIST", dir, split);
   if (kind == "fashion-mnist") return openMnistLike("Fashion-MNIST", dir, split);
+  TL_REQUIRE(kind != "tensors" && kind != "tokens", "dataset kind '", kind,
+             "' holds arrays, not images: open it with openArrayDataset (array_dataset.h)");
   std::string known;
   for (const std::string& k : datasetKinds()) known += (known.empty() ? "" : ", ") + k;
   inputError("unknown dataset kind '", kind, "' (known: ", known, ")");

@@ -96,7 +96,8 @@ std::unique_ptr<Dataset> openDataset(const std::string& kind, const std::string&
 std::unique_ptr<Dataset> openDataset(const std::string& kind, const std::string& dir, Split split,
                                      const DatasetOptions& options);
 
-// The dataset kinds openDataset knows, for --help and error messages.
+// The dataset kinds a job can read, for --help and error messages: openDataset's image kinds and
+// the array kinds "tensors" and "tokens" (openArrayDataset, array_dataset.h).
 std::vector<std::string> datasetKinds();
 
 }  // namespace tl::data

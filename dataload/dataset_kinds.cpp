@@ -5,7 +5,7 @@
 namespace tl::data {
 
 std::vector<std::string> datasetKinds() {
-  return {"cifar10", "mnist", "fashion-mnist", "imagefolder"};
+  return {"cifar10", "mnist", "fashion-mnist", "imagefolder", "tensors", "tokens"};
 }
 
 }  // namespace tl::data

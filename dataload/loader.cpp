@@ -21,6 +21,23 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+at::ScalarType scalarType(ArrayDtype dtype) {
+  switch (dtype) {
+    case ArrayDtype::UInt8: return at::kByte;
+    case ArrayDtype::Int32: return at::kInt;
+    case ArrayDtype::Int64: return at::kLong;
+    case ArrayDtype::Float32: return at::kFloat;
+    default: break;
+  }
+  throw Error(str("a sample source gave ", dtypeName(dtype), ", which has no tensor type here"));
+}
+
+std::vector<int64_t> batchShape(int64_t batch, const SampleSpec& spec) {
+  std::vector<int64_t> shape{batch};
+  shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
+  return shape;
+}
+
 }  // namespace
 
 // One lock guards everything below; samples are produced outside it, into slots that stay put
@@ -28,9 +45,11 @@ using Clock = std::chrono::steady_clock;
 // sample of the slot is finished, so no thread writes to a slot the consumer has taken.
 class Loader::Impl {
  public:
-  Impl(std::shared_ptr<const SamplePipeline> pipeline, Plan plan, const LoaderOptions& options)
-      : pipeline_(std::move(pipeline)), plan_(std::move(plan)), options_(options) {
-    TL_CHECK(pipeline_ != nullptr && plan_ != nullptr);
+  Impl(std::shared_ptr<const SampleSource> source, Plan plan, const LoaderOptions& options)
+      : source_(std::move(source)), plan_(std::move(plan)), options_(options) {
+    TL_CHECK(source_ != nullptr && plan_ != nullptr);
+    input_ = source_->inputSpec();
+    target_ = source_->targetSpec();
     TL_REQUIRE(options.workers >= 0, "loader workers must not be negative, got ",
                options.workers);
     TL_REQUIRE(options.prefetch >= 1, "loader prefetch must be at least 1, got ",
@@ -66,8 +85,8 @@ class Loader::Impl {
     BatchRequest request;
     at::Tensor images;
     at::Tensor labels;
-    float* imageData = nullptr;
-    int64_t* labelData = nullptr;
+    uint8_t* inputData = nullptr;
+    uint8_t* targetData = nullptr;
     int64_t claimed = 0;   // samples handed to some thread
     int64_t finished = 0;  // samples written, or given up after an error
     std::exception_ptr error;
@@ -102,7 +121,9 @@ class Loader::Impl {
   void runTaskUnlocked(const Task& task, std::unique_lock<std::mutex>& lock,
                        std::vector<uint8_t>& scratch);
 
-  const std::shared_ptr<const SamplePipeline> pipeline_;
+  const std::shared_ptr<const SampleSource> source_;
+  SampleSpec input_;   // of one sample
+  SampleSpec target_;
   const Plan plan_;
   const LoaderOptions options_;
 
@@ -130,12 +151,10 @@ void Loader::Impl::pullFromPlan() {
     if (request) {
       auto slot = std::make_unique<Slot>();
       slot->request = std::move(*request);
-      const ImageShape shape = pipeline_->outputShape();
-      slot->images = imageBuffers_.empty(
-          {slot->size(), shape.channels, shape.height, shape.width}, at::kFloat);
-      slot->labels = at::empty({slot->size()}, at::kLong);
-      slot->imageData = slot->images.data_ptr<float>();
-      slot->labelData = slot->labels.data_ptr<int64_t>();
+      slot->images = imageBuffers_.empty(batchShape(slot->size(), input_), scalarType(input_.dtype));
+      slot->labels = at::empty(batchShape(slot->size(), target_), scalarType(target_.dtype));
+      slot->inputData = static_cast<uint8_t*>(slot->images.data_ptr());
+      slot->targetData = static_cast<uint8_t*>(slot->labels.data_ptr());
       slots_.push_back(std::move(slot));
       if (slots_.back()->complete()) batchReady_.notify_all();  // an empty batch
       return;
@@ -168,15 +187,15 @@ std::optional<Loader::Impl::Task> Loader::Impl::claimAnyTask() {
 }
 
 std::exception_ptr Loader::Impl::runTask(const Task& task, std::vector<uint8_t>& scratch) const {
-  const int64_t floatsPerSample = pipeline_->outputShape().numel();
+  const int64_t inputBytes = input_.bytes(), targetBytes = target_.bytes();
   const BatchRequest& request = task.slot->request;
   try {
     for (int64_t i = task.begin; i < task.end; ++i) {
       // The next sample of the batch, even when the next task takes it: most often this thread.
-      if (i + 1 < task.slot->size()) pipeline_->prefetch(request.indices[size_t(i + 1)]);
-      task.slot->labelData[i] = pipeline_->load(request.epoch, request.indices[size_t(i)],
-                                                task.slot->imageData + i * floatsPerSample,
-                                                scratch);
+      if (i + 1 < task.slot->size()) source_->prefetch(request.indices[size_t(i + 1)]);
+      source_->loadSample(request.epoch, request.indices[size_t(i)],
+                          task.slot->inputData + i * inputBytes,
+                          task.slot->targetData + i * targetBytes, scratch);
     }
   } catch (...) {
     return std::current_exception();
@@ -288,9 +307,9 @@ void Loader::Impl::setWorkers(int workers) {
   for (std::thread& thread : retiring) thread.join();
 }
 
-Loader::Loader(std::shared_ptr<const SamplePipeline> pipeline, Plan plan,
+Loader::Loader(std::shared_ptr<const SampleSource> source, Plan plan,
                const LoaderOptions& options)
-    : impl_(std::make_unique<Impl>(std::move(pipeline), std::move(plan), options)) {}
+    : impl_(std::make_unique<Impl>(std::move(source), std::move(plan), options)) {}
 
 Loader::~Loader() = default;
 

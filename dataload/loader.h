@@ -21,8 +21,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "dataload/sample_source.h"
 #include "dataload/sampler.h"
-#include "dataload/transforms.h"
 
 namespace tl::data {
 
@@ -34,9 +34,11 @@ struct LoaderOptions {
   int samplesPerTask = 32;
 };
 
+// A batch of B samples. Image datasets: float32 [B, C, H, W] images and int64 [B] labels. Array
+// datasets: their inputs and targets, [B, ...] in the sample's dtype (SampleSource specs).
 struct Batch {
-  at::Tensor images;  // float32 [B, C, H, W]
-  at::Tensor labels;  // int64 [B]
+  at::Tensor images;  // the inputs
+  at::Tensor labels;  // the targets
   BatchRequest request;
 };
 
@@ -58,7 +60,7 @@ class Loader {
   using Plan = std::function<std::optional<BatchRequest>()>;
 
   // InputError for negative workers, prefetch < 1 or samplesPerTask < 1.
-  Loader(std::shared_ptr<const SamplePipeline> pipeline, Plan plan, const LoaderOptions& options);
+  Loader(std::shared_ptr<const SampleSource> source, Plan plan, const LoaderOptions& options);
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;

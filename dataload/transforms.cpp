@@ -144,6 +144,11 @@ SamplePipeline::SamplePipeline(std::shared_ptr<const Dataset> dataset,
   outputShape_ = transform_->outputShape(dataset_->imageShape());
 }
 
+SampleSpec SamplePipeline::inputSpec() const {
+  return SampleSpec{ArrayDtype::Float32,
+                    {outputShape_.channels, outputShape_.height, outputShape_.width}};
+}
+
 int64_t SamplePipeline::load(int64_t epoch, int64_t index, float* out,
                              std::vector<uint8_t>& scratch) const {
   TL_CHECK(index >= 0 && index < dataset_->size(), "sample index ", index, " outside ",

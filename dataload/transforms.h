@@ -8,6 +8,7 @@
 
 #include "dataload/dataset.h"
 #include "dataload/sample_rng.h"
+#include "dataload/sample_source.h"
 
 namespace tl::data {
 
@@ -93,7 +94,9 @@ std::unique_ptr<Transform> makeNormalize(const Normalization& norm);
 // sample's randomness is SampleRng(seed, epoch, index): the same sample in the same epoch gets
 // the same bytes whichever thread loads it. InputError from the constructor when the
 // transform cannot take the dataset's images.
-class SamplePipeline {
+//
+// As a SampleSource: float32 [C, H, W] inputs (outputShape()) and int64 scalar labels.
+class SamplePipeline : public SampleSource {
  public:
   SamplePipeline(std::shared_ptr<const Dataset> dataset, std::shared_ptr<const Transform> transform,
                  uint64_t seed);
@@ -102,7 +105,17 @@ class SamplePipeline {
   // Loads sample `index` for `epoch` into `out` (outputShape().numel() floats); returns its label.
   int64_t load(int64_t epoch, int64_t index, float* out, std::vector<uint8_t>& scratch) const;
   // Tells the dataset that sample `index` is loaded next (Dataset::prefetch); only a hint.
-  void prefetch(int64_t index) const { dataset_->prefetch(index); }
+  void prefetch(int64_t index) const override { dataset_->prefetch(index); }
+
+  std::string describe() const override { return dataset_->describe(); }
+  int64_t size() const override { return dataset_->size(); }
+  SampleSpec inputSpec() const override;
+  SampleSpec targetSpec() const override { return SampleSpec{ArrayDtype::Int64, {}}; }
+  int numClasses() const override { return dataset_->numClasses(); }
+  void loadSample(int64_t epoch, int64_t index, void* input, void* target,
+                  std::vector<uint8_t>& scratch) const override {
+    *static_cast<int64_t*>(target) = load(epoch, index, static_cast<float*>(input), scratch);
+  }
 
  private:
   std::shared_ptr<const Dataset> dataset_;

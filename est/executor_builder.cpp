@@ -41,7 +41,7 @@ EstExecutor::Parts ExecutorBuilder::parts() {
   at::set_num_threads(config.computeThreads);
   // Running out of memory in any of these is one line naming the part (train::whileBuilding).
   train::whileBuilding("the data loader", [&] { p.data = train::openJobData(config); });
-  train::adaptModelToData(config, p.data.train->dataset());
+  train::adaptModelToData(config, *p.data.train);
 
   // Same seed on every process: identical initial parameters (DDP then broadcasts rank 0's).
   torch::manual_seed(config.seed);
@@ -58,7 +58,7 @@ EstExecutor::Parts ExecutorBuilder::parts() {
   p.backend = createBackend(config, r, backwardThread_);
 
   const int n = p.placement.logicalWorkers();
-  data::BatchStream probe = shardStream(config, p.data.train->dataset().size(), n, 0);
+  data::BatchStream probe = shardStream(config, p.data.train->size(), n, 0);
   p.plan = train::planSteps(config, probe.batchesPerEpoch());
   for (int est : p.placement.localEsts(host_->rank())) {
     p.local.push_back(initialContext(est, config.seed, r.device));

@@ -71,7 +71,7 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
   result.loaderImages = ls.images;
   result.dataWaitSeconds = ls.waitSeconds;
   result.simulatedDevice = backend_->simulated();
-  result.corruptSamples = data_.train->dataset().corruptSamplesSkipped();
+  if (data_.trainImages) result.corruptSamples = data_.trainImages->corruptSamplesSkipped();
   return result;
 }
 

@@ -34,11 +34,11 @@ struct LocalBatches::Plan {
   }
 };
 
-LocalBatches::LocalBatches(const JobConfig& config, std::shared_ptr<const data::SamplePipeline> pipeline,
+LocalBatches::LocalBatches(const JobConfig& config, std::shared_ptr<const data::SampleSource> source,
                            const std::vector<EstContext>& local, int logicalWorkers, int64_t stepsDone,
                            int64_t totalSteps)
     : plan_(std::make_shared<Plan>()) {
-  const int64_t datasetSize = pipeline->dataset().size();
+  const int64_t datasetSize = source->size();
   for (const auto& c : local) {
     plan_->streams.push_back(shardStream(config, datasetSize, logicalWorkers, c.logicalRank, c.cursor));
     plan_->ranks.push_back(c.logicalRank);
@@ -48,7 +48,7 @@ LocalBatches::LocalBatches(const JobConfig& config, std::shared_ptr<const data::
   plan_->totalSteps = totalSteps;
   auto plan = plan_;
   loader_ = std::make_unique<data::Loader>(
-      std::move(pipeline), [plan]() { return (*plan)(); },
+      std::move(source), [plan]() { return (*plan)(); },
       data::LoaderOptions{config.workers, config.prefetch});
 }
 

@@ -23,7 +23,7 @@ class LocalBatches {
  public:
   // Plans batches for `local` (in logical-rank order) from their cursors for the steps from
   // `stepsDone` up to `totalSteps`.
-  LocalBatches(const JobConfig& config, std::shared_ptr<const data::SamplePipeline> pipeline,
+  LocalBatches(const JobConfig& config, std::shared_ptr<const data::SampleSource> source,
                const std::vector<EstContext>& local, int logicalWorkers, int64_t stepsDone,
                int64_t totalSteps);
 

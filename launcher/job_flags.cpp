@@ -192,6 +192,13 @@ std::vector<LaunchFlag> buildTable() {
                      "count it (summary.json: corrupt_files_skipped), instead of failing",
                      TL_FIELD(job.skipCorrupt), true));
   t.push_back(toggle("drop-last", kDefining, "drop each epoch's last short batch", TL_FIELD(job.dropLastBatch), true));
+  // Array datasets (tensors, tokens: dataload/array_dataset.h).
+  t.push_back(integer<int64_t>("seq-len", kDefining,
+                               "tokens: tokens per sample (its targets are the next tokens)", "128",
+                               TL_FIELD(job.seqLen), 1));
+  t.push_back(choice("token-dtype", kDefining,
+                     "tokens: read raw little-endian train.bin/val.bin of this width instead of .npy files",
+                     {"uint16", "uint32"}, "uint16", TL_FIELD(job.tokenDtype)));
   t.push_back(integer<int64_t>("batch", kDefining, "batch size per logical worker", "16", TL_FIELD(job.batch), 1));
   t.push_back(custom(
       "workers", kRun,

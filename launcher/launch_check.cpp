@@ -54,10 +54,10 @@ bool checkJob(const std::vector<std::string>& args, int worldSize, int localRank
   validate(job);
   train::JobData data;
   train::whileBuilding("the data loader", [&] { data = train::openJobData(job); });
-  train::adaptModelToData(job, data.train->dataset());
+  train::adaptModelToData(job, *data.train);
   train::whileBuilding(train::describeModel(job.model), [&] { models::createModel(job.model); });
   const int64_t batchesPerEpoch =
-      est::shardStream(job, data.train->dataset().size(), placement.logicalWorkers(), 0)
+      est::shardStream(job, data.train->size(), placement.logicalWorkers(), 0)
           .batchesPerEpoch();
   train::planSteps(job, batchesPerEpoch);
   return true;

@@ -159,7 +159,8 @@ int runLaunch(int argc, char** argv) {
   train::MetricsLog metrics;
   if (lead && !job.outputDir.empty()) {
     metrics = train::MetricsLog(joinPath(job.outputDir, "metrics.jsonl"), /*append=*/resumed);
-    launcher::reportCacheInEpochRecords(metrics, executor->data().train->dataset());
+    if (executor->data().trainImages)
+      launcher::reportCacheInEpochRecords(metrics, *executor->data().trainImages);
   }
   elastic::JoinOffer offer;
   offer.job = job;
@@ -175,7 +176,9 @@ int runLaunch(int argc, char** argv) {
   std::unique_ptr<launcher::CoordinatorTuner> tuner;
   if (job.autoWorkers) {
     tuner = launcher::connectToCoordinator(job, options.coordinatorDir, world->rank(),
-                                           executor->data().train->dataset().sampleCache());
+                                           executor->data().trainImages
+                                               ? executor->data().trainImages->sampleCache()
+                                               : nullptr);
     executor->setLoaderTuner(tuner.get());
   }
   elastic::Membership membership;

@@ -87,6 +87,12 @@ void validate(const JobConfig& c) {
   TL_REQUIRE(c.cacheMb < 0 || c.dataset == "imagefolder",
              "--cache-mb applies to --dataset imagefolder only (", c.dataset,
              " is decoded into memory when opened)");
+  // Array datasets.
+  TL_REQUIRE(c.dataset == "tokens" || (c.seqLen == 0 && c.tokenDtype.empty()),
+             "--seq-len and --token-dtype apply to --dataset tokens only");
+  // (--seq-len's presence is checked where the tokens are opened: data::openArrayDataset.)
+  TL_REQUIRE(c.tokenDtype.empty() || c.tokenDtype == "uint16" || c.tokenDtype == "uint32",
+             "--token-dtype: '", c.tokenDtype, "' is not uint16 or uint32");
   TL_REQUIRE(c.schedule.kind == "constant" || c.schedule.kind == "step" || c.schedule.kind == "cosine",
              "--lr-schedule: unknown schedule '", c.schedule.kind, "' (expected constant, step or cosine)");
   TL_REQUIRE(c.schedule.kind != "step" || c.schedule.stepEpochs > 0,
@@ -104,6 +110,8 @@ nlohmann::json toJson(const JobDefinition& c) {
   j["image_size"] = c.imageSize;
   j["skip_corrupt"] = c.skipCorrupt;
   j["drop_last_batch"] = c.dropLastBatch;
+  j["seq_len"] = c.seqLen;  // array datasets
+  j["token_dtype"] = c.tokenDtype;
   j["batch"] = c.batch;
   j["epochs"] = c.epochs;
   j["steps"] = c.steps;
@@ -177,6 +185,8 @@ JobDefinition jobDefinitionFromJson(const nlohmann::json& j) {
     c.imageSize = j.value("image_size", 0);
     c.skipCorrupt = j.value("skip_corrupt", false);
     c.dropLastBatch = j.at("drop_last_batch");
+    c.seqLen = j.value("seq_len", int64_t(0));  // array datasets
+    c.tokenDtype = j.value("token_dtype", std::string());
     c.batch = j.at("batch");
     c.epochs = j.at("epochs");
     c.steps = j.at("steps");

@@ -56,11 +56,15 @@ struct JobDefinition {
   // arch, depth, batch norm, dropout; in_channels, num_classes and image_size follow from the
   // dataset (train::adaptModelToData).
   models::ModelConfig model = defaultJobModel();
-  std::string dataset = "fashion-mnist";  // cifar10 | mnist | fashion-mnist | imagefolder
+  std::string dataset = "fashion-mnist";  // cifar10 | mnist | fashion-mnist | imagefolder | tensors | tokens
   bool augment = true;         // the dataset's training augmentation (data_setup.h says which)
   int imageSize = 0;           // imagefolder: side of the crops fed to the model; 0 = 224
   bool skipCorrupt = false;    // imagefolder: replace undecodable files instead of failing
   bool dropLastBatch = false;  // keep the short last batch of an epoch, as DataLoader does
+  // Array datasets (dataload/array_dataset.h), tokens only: tokens per sample, and the width
+  // of raw .bin token files ("uint16" | "uint32"; empty: read .npy files).
+  int64_t seqLen = 0;
+  std::string tokenDtype;
 
   int64_t batch = 32;          // per logical worker
   int64_t epochs = 0;          // exactly one of epochs / steps drives the length

@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+./scripts/install_test_packages.sh  # packages only tests and examples use
 ctest --test-dir "${TL_BUILD_DIR:-build}" --output-on-failure -j "${TL_TEST_JOBS:-2}" "$@"

@@ -2,7 +2,9 @@
 
 Fashion-MNIST / MNIST: IDX files (plain or .gz) as dataload/idx.cpp reads them. CIFAR-10:
 the binary batches data_batch_1..5.bin in that order (dataload/cifar10.cpp). Normalisation:
-(pixel / 255 - mean) / std in three float32 operations (dataload/transforms.cpp).
+(pixel / 255 - mean) / std in three float32 operations (dataload/transforms.cpp). tensors:
+train_x.npy (float32 [N, C, H, H]) and train_y.npy as they are, labels as int64, no
+normalisation (dataload/tensors_dataset.cpp).
 """
 import gzip
 import os
@@ -49,7 +51,11 @@ def _cifar_files(data_dir):
 
 
 def check(kind, data_dir):
-    if kind == "cifar10":
+    if kind == "tensors":
+        for name in ("train_x.npy", "train_y.npy"):
+            if not os.path.isfile(os.path.join(data_dir, name)):
+                raise SystemExit("ddp_reference: error: NumPy file '%s' is missing" % os.path.join(data_dir, name))
+    elif kind == "cifar10":
         for f in _cifar_files(data_dir):
             if not os.path.isfile(f):
                 raise SystemExit("ddp_reference: error: CIFAR-10 file '%s' is missing" % f)
@@ -71,6 +77,13 @@ def raw_training_split(kind, data_dir):
 
 def load(kind, data_dir):
     import torch
+    if kind == "tensors":
+        x = np.load(os.path.join(data_dir, "train_x.npy"))
+        y = np.load(os.path.join(data_dir, "train_y.npy")).astype(np.int64)
+        if x.dtype != np.float32 or x.ndim != 4 or x.shape[2] != x.shape[3]:
+            raise SystemExit("ddp_reference: error: train_x.npy must hold float32 [N, C, H, H], not %s %s"
+                             % (x.dtype, x.shape))
+        return torch.from_numpy(x), torch.from_numpy(y), (x.shape[1], x.shape[2])
     pixels, labels = raw_training_split(kind, data_dir)
     mean, std = NORMALIZATION[kind]
     out = np.empty(pixels.shape, dtype=np.float32)

@@ -44,7 +44,7 @@ def parse_args(argv):
     p.add_argument("--depth", type=int, default=20)
     p.add_argument("--no-batchnorm", action="store_true")
     p.add_argument("--dropout", type=float, default=-1)
-    p.add_argument("--dataset", required=True, choices=["fashion-mnist", "mnist", "cifar10"])
+    p.add_argument("--dataset", required=True, choices=["fashion-mnist", "mnist", "cifar10", "tensors"])
     p.add_argument("--data-dir", required=True)
     p.add_argument("--init", required=True, help="tl's initial state dict (--steps 0 --save-model)")
     p.add_argument("--ranks", type=int, required=True)

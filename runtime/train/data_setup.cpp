@@ -1,6 +1,7 @@
 #include "runtime/train/data_setup.h"
 
 #include "common/check.h"
+#include "dataload/array_dataset.h"
 #include "dataload/resized_crop.h"
 #include "dataload/sample_cache.h"
 
@@ -20,9 +21,10 @@ JobData openImageFolderData(const JobConfig& config) {
   data::ResizedCropOptions eval = crop;
   eval.augment = false;
   JobData out;
-  out.train = std::make_shared<data::SamplePipeline>(
-      data::openDataset(config.dataset, config.dataDir, data::Split::Train, trainOptions),
-      data::makeResizedCrop(crop), config.seed);
+  out.trainImages =
+      data::openDataset(config.dataset, config.dataDir, data::Split::Train, trainOptions);
+  out.train = std::make_shared<data::SamplePipeline>(out.trainImages, data::makeResizedCrop(crop),
+                                                     config.seed);
   if (config.eval) {
     out.test = std::make_shared<data::SamplePipeline>(
         data::openDataset(config.dataset, config.dataDir, data::Split::Test, options),
@@ -31,15 +33,31 @@ JobData openImageFolderData(const JobConfig& config) {
   return out;
 }
 
+// Array datasets: no transform; a test split must hold samples like the training split's.
+JobData openArrayData(const JobConfig& config) {
+  data::ArrayDatasetOptions options;
+  options.seqLen = config.seqLen;
+  options.tokenDtype = config.tokenDtype;
+  JobData out;
+  out.train = data::openArrayDataset(config.dataset, config.dataDir, data::Split::Train, options);
+  if (config.eval) {
+    out.test = data::openArrayDataset(config.dataset, config.dataDir, data::Split::Test, options);
+    data::checkSplitsMatch(config.dataset, *out.train, *out.test);
+  }
+  return out;
+}
+
 }  // namespace
 
 JobData openJobData(const JobConfig& config) {
   if (config.dataset == "imagefolder") return openImageFolderData(config);
+  if (data::isArrayDataset(config.dataset)) return openArrayData(config);
   std::shared_ptr<const data::Dataset> train =
       data::openDataset(config.dataset, config.dataDir, data::Split::Train);
   data::CropFlipOptions aug = data::augmentationFor(config.dataset);
   aug.augment = config.augment;
   JobData out;
+  out.trainImages = train;
   out.train = std::make_shared<data::SamplePipeline>(
       train, std::shared_ptr<const data::Transform>(data::makeCropFlipNormalize(aug)), config.seed);
   if (config.eval) {
@@ -51,12 +69,32 @@ JobData openJobData(const JobConfig& config) {
   return out;
 }
 
-void adaptModelToData(JobConfig& config, const data::Dataset& train) {
-  auto shape = train.imageShape();
-  config.model.inChannels = shape.channels;
-  // Datasets of varying image sizes (image folders) are cropped to the job's size.
-  config.model.imageSize = shape.height > 0 ? shape.height : imageFolderSize(config);
+void adaptModelToData(JobConfig& config, const data::SampleSource& train) {
+  const data::SampleSpec input = train.inputSpec();
+  const data::SampleSpec target = train.targetSpec();
+  const std::string& arch = config.model.arch;
+  TL_REQUIRE(input.dtype == data::ArrayDtype::Float32, "--model ", arch,
+             " takes float32 inputs, but --dataset ", config.dataset, " gives ",
+             data::dtypeName(input.dtype), " ", data::shapeText(input.shape), " (",
+             train.describe(), ")");
+  TL_REQUIRE(train.numClasses() > 0 && target.shape.empty(), "--model ", arch,
+             " is a classifier: it needs one class label per sample, but --dataset ",
+             config.dataset, " gives targets ", data::dtypeName(target.dtype), " ",
+             data::shapeText(target.shape), " (", train.describe(), ")");
   config.model.numClasses = train.numClasses();
+  const std::vector<int64_t>& s = input.shape;
+  if (s.size() == 3 && s[1] == s[2]) {
+    config.model.inChannels = int(s[0]);
+    config.model.imageSize = int(s[1]);
+    return;
+  }
+  TL_REQUIRE(arch == "mlp", "--model ", arch, " takes images [C, H, H], but --dataset ",
+             config.dataset, " gives samples of shape ", data::shapeText(s),
+             " (--model mlp takes any shape, flattened)");
+  TL_REQUIRE(input.numel() <= (int64_t(1) << 30), "--model mlp: samples of shape ",
+             data::shapeText(s), " are too large to flatten");
+  config.model.inChannels = int(input.numel());
+  config.model.imageSize = 1;
 }
 
 }  // namespace tl::train

@@ -6,9 +6,9 @@
 
 namespace tl::train {
 
-BatchStats evaluate(models::Model& model, std::shared_ptr<const data::SamplePipeline> test,
+BatchStats evaluate(models::Model& model, std::shared_ptr<const data::SampleSource> test,
                     comm::Communicator& comm, const EvalOptions& options) {
-  const int64_t n = test->dataset().size();
+  const int64_t n = test->size();
   const int rank = comm.rank(), size = comm.size();
   auto next = std::make_shared<int64_t>(rank);
   data::Loader::Plan plan = [next, n, size, batch = options.batch]() -> std::optional<data::BatchRequest> {

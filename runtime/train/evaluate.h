@@ -5,7 +5,7 @@
 
 #include <c10/core/Device.h>
 
-#include "dataload/transforms.h"
+#include "dataload/sample_source.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/models/model.h"
 #include "runtime/train/step.h"
@@ -21,7 +21,7 @@ struct EvalOptions {
 // Rank r scores samples r, r + P, r + 2P, ... (no padding, so every sample counts once) in
 // eval mode without gradients; returns the totals summed over all ranks. The model is left in
 // training mode.
-BatchStats evaluate(models::Model& model, std::shared_ptr<const data::SamplePipeline> test,
+BatchStats evaluate(models::Model& model, std::shared_ptr<const data::SampleSource> test,
                     comm::Communicator& comm, const EvalOptions& options);
 
 }  // namespace tl::train

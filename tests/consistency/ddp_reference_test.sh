@@ -5,25 +5,33 @@
 # N = 4: tl (2 ESTs on each of 2 processes) = DDP (4 ranks) with exact averaging, every step's
 # loss and the final params_sha256; stock DDP (float32 gloo sums) is recorded, not asserted.
 # Skipped (exit 77) when /usr/bin/python3 (or TL_PYTHON) cannot import torch.
-# usage: ddp_reference_test.sh LAUNCHER_BIN_DIR SOURCE_DIR
+# With DATASET tensors the same job reads a tl-data tensors-synth folder (float32 .npy arrays of
+# 3x32x32, 10 classes): tl's array dataset gives DDP's batches, byte for byte.
+# usage: ddp_reference_test.sh LAUNCHER_BIN_DIR SOURCE_DIR [DATASET: cifar10 (default) | tensors]
 set -uo pipefail
 BIN="$1"
 SRC="$2"
+DATASET="${3:-cifar10}"
 PY="${TL_PYTHON:-/usr/bin/python3}"
 if ! "$PY" -c 'import torch' 2>/dev/null; then
   echo "SKIP: $PY cannot import torch (python3-torch is not installed)"
   exit 77
 fi
-WORK="${TL_TEST_TMP:-/tmp}/ddp_reference_test"
+WORK="${TL_TEST_TMP:-/tmp}/ddp_reference_test_$DATASET"
 rm -rf "$WORK" && mkdir -p "$WORK"
 MPIRUN="${TL_MPIEXEC:-mpirun} --oversubscribe --bind-to none"
 fail() { echo "FAIL: $*"; exit 1; }
 
-"$BIN/tl-data" synth --out "$WORK/data" --train 256 --test 64 --seed 5 >/dev/null || fail "tl-data synth"
-JOB="--model cnn --dataset cifar10 --data-dir $WORK/data --batch 8 --seed 11 --optimizer sgd --lr 0.05
+if [ "$DATASET" = tensors ]; then
+  "$BIN/tl-data" tensors-synth --out "$WORK/data" --train 256 --test 64 --shape 3,32,32 --classes 10 \
+    --seed 5 >/dev/null || fail "tl-data tensors-synth"
+else
+  "$BIN/tl-data" synth --out "$WORK/data" --train 256 --test 64 --seed 5 >/dev/null || fail "tl-data synth"
+fi
+JOB="--model cnn --dataset $DATASET --data-dir $WORK/data --batch 8 --seed 11 --optimizer sgd --lr 0.05
      --momentum 0.9 --dampening 0 --weight-decay 0 --lr-schedule constant --warmup-epochs 0
      --compute-threads 1 --augment off --workers 0 --log-every 0"
-PYJOB="--model cnn --dataset cifar10 --data-dir $WORK/data --batch 8 --seed 11 --lr 0.05 --momentum 0.9
+PYJOB="--model cnn --dataset $DATASET --data-dir $WORK/data --batch 8 --seed 11 --lr 0.05 --momentum 0.9
        --threads 1 --steps 10"
 
 # compare TL_RUN DDP_RUN: 0 when every step's loss and the final params_sha256 are equal;

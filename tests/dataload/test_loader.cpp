@@ -8,6 +8,7 @@
 
 #include "dataload/loader.h"
 #include "dataload/memory_dataset.h"
+#include "dataload/transforms.h"
 #include "tests/dataload/test_util.h"
 
 namespace tl::data {

@@ -10,6 +10,7 @@
 #include "dataload/cifar10.h"
 #include "dataload/loader.h"
 #include "dataload/synthetic.h"
+#include "dataload/transforms.h"
 #include "tests/dataload/test_util.h"
 
 namespace tl::data {

@@ -33,6 +33,7 @@ Example exampleOf(const LaunchFlag& flag) {
   std::vector<std::string> base = {"--data-dir", "/data"}, extra;
   if (flag.name == "data-dir") base = {};  // fashion-mnist's default folder
   if (flag.name == "image-size" || flag.name == "skip-corrupt" || flag.name == "cache-mb") base = {"--dataset", "imagefolder", "--data-dir", "/d"};
+  if (flag.name == "seq-len" || flag.name == "token-dtype") base = {"--dataset", "tokens", "--data-dir", "/d"};
   if (flag.name == "depth") extra = {"--model", "resnet"};
   if (flag.name == "checkpoint-every" || flag.name == "stop-at-step") extra = {"--output-dir", "/tmp/out"};
   Example e{base, base};
