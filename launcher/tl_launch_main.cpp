@@ -35,6 +35,7 @@
 #include "runtime/comm/mpi/mpi_spawn.h"
 #include "runtime/comm/nccl/nccl_communicator.h"
 #include "runtime/models/state_dict_io.h"
+#include "runtime/models/torchscript_model.h"
 #include "runtime/train/summary.h"
 #include "runtime/train/trainer_result.h"
 #include "runtime/usage/counting_communicator.h"
@@ -170,7 +171,10 @@ int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, launcher::ElasticCon
     if (ending.recovery) summary["recovery"] = ending.recovery->counts();
     if (controller.autoPlacer()) controller.autoPlacer()->addToSummary(summary);
     if (!job.outputDir.empty()) train::writeSummary(summary, job.outputDir);
-    if (!job.saveModel.empty()) models::saveStateDict(executor.model(), job.saveModel);
+    if (!job.saveModel.empty()) {
+      models::saveStateDict(executor.model(), job.saveModel);
+      models::saveTorchScript(executor.model(), models::torchScriptSavePath(job.saveModel));  // --model-file
+    }
     spdlog::info("{} {} steps in {:.1f} s, {:.1f} images/s, final loss {:.4f}{}",
                  policy.stopped() ? "stopped after" : "done:", result.stepsThisRun, result.wallSeconds,
                  result.imagesPerSecond, result.finalLoss,

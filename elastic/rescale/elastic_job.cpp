@@ -65,7 +65,7 @@ void warmUp(est::EstExecutor& executor) {
   const JobConfig& job = executor.config();
   models::Model& model = executor.model();
   const auto parameters = model.parameters();
-  if (parameters.empty()) return;
+  if (parameters.empty() || model.returnsLoss()) return;  // (no targets to give a loss-returning module)
   at::Tensor x = at::zeros({job.batch, job.model.inChannels, job.model.imageSize, job.model.imageSize},
                            at::TensorOptions().device(parameters.front().device()));
   model.forward(x).sum().backward();
