@@ -15,8 +15,9 @@ std::string describe(const at::Tensor& t) { return tl::str(c10::toString(t.scala
 
 // The line of a libtorch error that says what went wrong: TorchScript errors end with it,
 // after the traceback of the script.
-std::string lastLine(const c10::Error& e) {
-  std::string text = e.what_without_backtrace();
+std::string lastLine(const std::exception& e) {
+  const auto* c10Error = dynamic_cast<const c10::Error*>(&e);
+  std::string text = c10Error ? c10Error->what_without_backtrace() : e.what();
   while (!text.empty() && text.back() == '\n') text.pop_back();
   const size_t cut = text.rfind('\n');
   return cut == std::string::npos ? text : text.substr(cut + 1);
@@ -57,7 +58,10 @@ void checkModelOnData(models::Model& model, const models::ModelConfig& config,
     model.eval();
     try {
       out = model.returnsLoss() ? model.forwardLoss(inputs, labels) : model.forward(inputs);
-    } catch (const c10::Error& e) {
+    } catch (const InputError&) {
+      model.train();
+      throw;
+    } catch (const std::exception& e) {  // c10::Error, or the interpreter's JITException
       model.train();
       inputError(what, ": ", models::forwardSignature(model), " does not accept the dataset's batch (inputs ",
                  describe(inputs), model.returnsLoss() ? tl::str(", targets ", describe(labels)) : "",
