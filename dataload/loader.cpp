@@ -14,29 +14,13 @@
 
 #include "common/check.h"
 #include "common/clock.h"
+#include "dataload/batch_tensors.h"
 #include "dataload/buffer_pool.h"
 
 namespace tl::data {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-at::ScalarType scalarType(ArrayDtype dtype) {
-  switch (dtype) {
-    case ArrayDtype::UInt8: return at::kByte;
-    case ArrayDtype::Int32: return at::kInt;
-    case ArrayDtype::Int64: return at::kLong;
-    case ArrayDtype::Float32: return at::kFloat;
-    default: break;
-  }
-  throw Error(str("a sample source gave ", dtypeName(dtype), ", which has no tensor type here"));
-}
-
-std::vector<int64_t> batchShape(int64_t batch, const SampleSpec& spec) {
-  std::vector<int64_t> shape{batch};
-  shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
-  return shape;
-}
 
 }  // namespace
 

@@ -13,6 +13,7 @@
 #include "dataload/dataset.h"
 #include "elastic/checkpoint_file.h"
 #include "runtime/models/model.h"
+#include "runtime/models/model_names.h"
 #include "runtime/optim/optimizer.h"
 
 namespace tl::elastic {
@@ -57,7 +58,8 @@ void checkDefinition(const JobDefinition& d, const std::string& path) {
                  " (neither may be negative)");
   if (d.imageSize < 0 || d.imageSize > 4096)
     inconsistent(path, "its job has image size ", d.imageSize, " (0 to 4096)");
-  if (!isOneOf(d.model.arch, models::modelNames()))
+  if (!isOneOf(d.model.arch, models::modelNames()) &&
+      !(d.model.arch == models::kTorchScriptArch && !d.model.file.empty() && !d.model.fileSha256.empty()))
     inconsistent(path, "its job has model '", d.model.arch, "'");
   if (!isOneOf(d.optimizer.name, optim::optimizerNames()))
     inconsistent(path, "its job has optimizer '", d.optimizer.name, "'");

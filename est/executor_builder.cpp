@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "est/local_batches.h"
+#include "runtime/train/model_check.h"
 #include "runtime/train/out_of_memory.h"
 
 namespace tl::est {
@@ -50,6 +51,7 @@ EstExecutor::Parts ExecutorBuilder::parts() {
     r.model->to(r.device);
   });
   r.model->train();
+  train::checkModelOnData(*r.model, config.model, *p.data.train, r.device);  // --model-file only
   train::whileBuilding("the optimizer", [&] {
     r.optimizer = optim::createOptimizer(config.optimizer, r.model->parameters());
   });

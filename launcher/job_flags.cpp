@@ -11,6 +11,8 @@
 #include "dataload/dataset.h"
 #include "common/cli/cli.h"
 #include "runtime/models/model.h"
+#include "runtime/models/model_names.h"
+#include "runtime/models/torchscript_model.h"
 #include "runtime/optim/optimizer.h"
 
 namespace tl::launcher {
@@ -163,6 +165,34 @@ std::vector<LaunchFlag> buildTable() {
                      TL_FIELD(job.model.batchNorm), false));
   t.push_back(real("dropout", kDefining, "dropout probability (negative: the model's default; cnn 0.25, others none)",
                    "0.5", TL_FIELD(job.model.dropout), -1, 0.99));
+  // --- Your own model (issue 28): a TorchScript module and how its output is scored.
+  t.push_back(custom(
+      "model-file", kDefining,
+      "train this TorchScript module (torch.jit.script(model).save(FILE)) instead of --model; the file's "
+      "SHA-256 defines the job (a resume may find it elsewhere, not changed)",
+      "/etc/os-release",
+      [](LaunchOptions& o, const std::string& v) {
+        TL_REQUIRE(!v.empty(), "--model-file: must not be empty");
+        o.job.model.fileSha256 = models::fileSha256(v, "--model-file");
+        o.job.model.file = v;
+        o.job.model.arch = models::kTorchScriptArch;
+      },
+      [](const LaunchOptions& o) {
+        return o.job.model.fileSha256.empty() ? std::string() : "sha256:" + o.job.model.fileSha256;
+      }));
+  t.push_back(choice("loss", kDefining, "loss of the model's output against the labels", models::lossNames(), "mse",
+                     TL_FIELD(job.model.loss)));
+  t.push_back(custom(
+      "model-returns", kDefining,
+      "--model-file: what forward returns (logits|loss): class scores, or its own scalar loss of "
+      "forward(inputs, targets)",
+      "loss",
+      [](LaunchOptions& o, const std::string& v) {
+        TL_REQUIRE(v == "logits" || v == "loss", "--model-returns: unknown value '", v,
+                   "' (expected one of logits|loss)");
+        o.job.model.returnsLoss = v == "loss";
+      },
+      [](const LaunchOptions& o) { return std::string(o.job.model.returnsLoss ? "loss" : "logits"); }));
   // The data.
   t.push_back(choice("dataset", kDefining, "dataset format", data::datasetKinds(), "cifar10", TL_FIELD(job.dataset)));
   t.push_back(string("data-dir", kRun,
@@ -312,7 +342,8 @@ std::vector<LaunchFlag> buildTable() {
   addAutoPlacementFlags(t);
   t.push_back(string("output-dir", kRun, "folder for metrics.jsonl and summary.json", "/tmp/out", TL_FIELD(job.outputDir)));
   t.push_back(toggle("eval", kRun, "evaluate on the test set after every epoch", TL_FIELD(job.eval), true));
-  t.push_back(string("save-model", kRun, "write the model's state dict (torch.load-able) here at the end", "/tmp/m.pt",
+  t.push_back(string("save-model", kRun, "write the model's state dict (torch.load-able) here at the end; with --model-file also the "
+                     "trained module as TorchScript, beside it as <name>.torchscript.pt", "/tmp/m.pt",
                      TL_FIELD(job.saveModel)));
   t.push_back(real("collective-timeout", kRun,
                    "seconds a collective may wait for every process before the job ends, naming the processes "

@@ -19,6 +19,7 @@
 #include "runtime/comm/nccl/nccl_communicator.h"
 #include "runtime/models/model.h"
 #include "runtime/train/data_setup.h"
+#include "runtime/train/model_check.h"
 #include "runtime/train/out_of_memory.h"
 #include "runtime/train/trainer_result.h"
 
@@ -55,7 +56,9 @@ bool checkJob(const std::vector<std::string>& args, int worldSize, int localRank
   train::JobData data;
   train::whileBuilding("the data loader", [&] { data = train::openJobData(job); });
   train::adaptModelToData(job, *data.train);
-  train::whileBuilding(train::describeModel(job.model), [&] { models::createModel(job.model); });
+  std::shared_ptr<models::Model> model;
+  train::whileBuilding(train::describeModel(job.model), [&] { model = models::createModel(job.model); });
+  train::checkModelOnData(*model, job.model, *data.train, c10::Device(c10::kCPU));
   const int64_t batchesPerEpoch =
       est::shardStream(job, data.train->size(), placement.logicalWorkers(), 0)
           .batchesPerEpoch();

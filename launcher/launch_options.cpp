@@ -72,6 +72,7 @@ LaunchOptions parseLaunchOptions(const std::vector<std::string>& args) {
   TL_REQUIRE(!(given(o, "epochs") && given(o, "steps")), "give --epochs or --steps, not both");
   if (!given(o, "epochs") && !given(o, "steps")) j.epochs = 1;
   if (!given(o, "data-dir") && j.dataset == "fashion-mnist") j.dataDir = kFashionMnistDir;
+  TL_REQUIRE(!given(o, "model") || !given(o, "model-file"), "give --model or --model-file, not both");
   TL_REQUIRE(j.model.arch != "resnet" || given(o, "depth"),
              "--model resnet needs --depth (6n+2: 20, 32, 44, 56, 110)");
   TL_REQUIRE(j.model.arch == "resnet" || !given(o, "depth"), "--depth applies to --model resnet only");

@@ -13,6 +13,7 @@
 #include "launcher/job_errors.h"
 #include "runtime/comm/json_collectives.h"
 #include "runtime/models/state_dict_io.h"
+#include "runtime/models/torchscript_model.h"
 #include "runtime/train/summary.h"
 #include "runtime/train/trainer_result.h"
 
@@ -167,7 +168,10 @@ int TrainingProcess::trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, con
     if (recovery_) summary["recovery"] = recovery_->counts();
     placer_.addToSummary(summary);
     if (!job.outputDir.empty()) train::writeSummary(summary, job.outputDir);
-    if (!job.saveModel.empty()) models::saveStateDict(executor.model(), job.saveModel);
+    if (!job.saveModel.empty()) {
+      models::saveStateDict(executor.model(), job.saveModel);
+      models::saveTorchScript(executor.model(), models::torchScriptSavePath(job.saveModel));  // --model-file
+    }
     spdlog::info("{} {} steps in {:.1f} s, {:.1f} images/s, final loss {:.4f}{}",
                  policy_.stopped() ? "stopped after" : "done:", result.stepsThisRun, result.wallSeconds,
                  result.imagesPerSecond, result.finalLoss,

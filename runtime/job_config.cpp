@@ -104,7 +104,10 @@ nlohmann::json toJson(const JobDefinition& c) {
   j["model"] = {{"arch", c.model.arch},       {"depth", c.model.depth},
                 {"num_classes", c.model.numClasses}, {"in_channels", c.model.inChannels},
                 {"image_size", c.model.imageSize},   {"batchnorm", c.model.batchNorm},
-                {"dropout", c.model.dropout}};
+                {"dropout", c.model.dropout},
+                // --model-file, --loss, --model-returns (absent from checkpoints before them)
+                {"file", c.model.file}, {"file_sha256", c.model.fileSha256},
+                {"loss", c.model.loss}, {"returns_loss", c.model.returnsLoss}};
   j["dataset"] = c.dataset;
   j["augment"] = c.augment;
   j["image_size"] = c.imageSize;
@@ -180,6 +183,10 @@ JobDefinition jobDefinitionFromJson(const nlohmann::json& j) {
     c.model.imageSize = m.at("image_size");
     c.model.batchNorm = m.at("batchnorm");
     c.model.dropout = m.at("dropout");
+    c.model.file = m.value("file", "");
+    c.model.fileSha256 = m.value("file_sha256", "");
+    c.model.loss = m.value("loss", models::ModelConfig{}.loss);
+    c.model.returnsLoss = m.value("returns_loss", false);
     c.dataset = j.at("dataset");
     c.augment = j.at("augment");
     c.imageSize = j.value("image_size", 0);

@@ -22,7 +22,8 @@ void warmUp(est::EstExecutor& executor) {
   const JobConfig& job = executor.config();
   models::Model& model = executor.model();
   const auto parameters = model.parameters();
-  if (parameters.empty()) return;
+  // A TorchScript module (--model-file) takes whatever its data gives, not a batch of images.
+  if (parameters.empty() || !job.model.file.empty()) return;
   at::Tensor x = at::zeros({job.batch, job.model.inChannels, job.model.imageSize, job.model.imageSize},
                            at::TensorOptions().device(parameters.front().device()));
   model.forward(x).sum().backward();

@@ -25,12 +25,34 @@ struct ModelConfig {
   bool batchNorm = true;     // --no-batchnorm where the architecture allows it
   double dropout = -1;       // < 0: the architecture's default (cnn: 0.25; others: none)
   std::vector<int> hiddenSizes;  // mlp only: widths of the hidden layers; empty: {256, 128}
+
+  // --- A TorchScript module instead of a built-in architecture (--model-file; arch
+  // kTorchScriptArch, model_names.h). torchscript_model.h says how it is loaded.
+  std::string file;        // where the module is read from (it may move between resumes)
+  std::string fileSha256;  // the module file's SHA-256: what defines the job, not the path
+  // How forward's output is scored against the labels: cross-entropy | mse | nll (--loss).
+  std::string loss = "cross-entropy";
+  bool returnsLoss = false;  // --model-returns loss: forward(inputs, targets) is the loss
 };
 
+// The values of ModelConfig::loss.
+std::vector<std::string> lossNames();
+
 // A classifier: forward maps float [B, C, H, W] to logits [B, numClasses].
+// A model that computes its own loss (returnsLoss) maps (inputs, targets) to a scalar instead.
 class Model : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(torch::Tensor x) = 0;
+  // True for a module whose forward(inputs, targets) returns its mean loss (--model-returns loss).
+  virtual bool returnsLoss() const { return false; }
+  // That loss; only models that returnsLoss() implement it.
+  virtual torch::Tensor forwardLoss(torch::Tensor inputs, torch::Tensor targets);
+  // What forward's output is scored with (ModelConfig::loss); createModel sets it.
+  const std::string& loss() const { return loss_; }
+  void setLoss(std::string loss) { loss_ = std::move(loss); }
+
+ private:
+  std::string loss_ = "cross-entropy";
 };
 
 // Builds a model. Parameters are initialised from libtorch's default generator, so seed it

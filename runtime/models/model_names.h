@@ -8,6 +8,9 @@
 
 namespace tl::models {
 
+// The arch of a job whose model is a TorchScript file (--model-file), not one of the names below.
+inline constexpr const char* kTorchScriptArch = "torchscript";
+
 // In sorted order, as modelNames() (model.h) returns them.
 inline std::vector<std::string> knownModelNames() {
   return {"cnn", "mlp", "resnet", "resnet18", "shufflenetv2"};

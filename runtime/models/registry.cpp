@@ -1,6 +1,7 @@
 // Model names, config validation and the createModel factory.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -9,6 +10,7 @@
 #include "runtime/models/architectures.h"
 #include "runtime/models/model.h"
 #include "runtime/models/model_names.h"
+#include "runtime/models/torchscript_model.h"
 
 namespace tl::models {
 namespace {
@@ -60,7 +62,38 @@ std::vector<std::string> modelNames() {
   return names;
 }
 
+std::vector<std::string> lossNames() { return {"cross-entropy", "mse", "nll"}; }
+
+torch::Tensor Model::forwardLoss(torch::Tensor, torch::Tensor) {
+  TL_CHECK(false, "forwardLoss called on a model that does not return its loss");
+  return {};
+}
+
+namespace {
+
+void validateLoss(const ModelConfig& config) {
+  const auto names = lossNames();
+  TL_REQUIRE(std::find(names.begin(), names.end(), config.loss) != names.end(), "--loss: unknown value '",
+             config.loss, "' (expected one of ", joined(names), ")");
+  TL_REQUIRE(!config.returnsLoss || !config.file.empty(),
+             "--model-returns loss applies to --model-file only (the built-in models output logits)");
+  TL_REQUIRE(!config.returnsLoss || config.loss == "cross-entropy",
+             "--loss applies to a model that outputs logits; with --model-returns loss the module computes its own");
+}
+
+}  // namespace
+
 void validate(const ModelConfig& config) {
+  validateLoss(config);
+  if (config.arch == kTorchScriptArch || !config.file.empty()) {
+    TL_REQUIRE(config.arch == kTorchScriptArch && !config.file.empty(),
+               "give --model or --model-file, not both (--model ", config.arch, ", --model-file '",
+               config.file, "')");
+    TL_REQUIRE(config.depth == 0 && config.batchNorm && config.dropout < 0 && config.hiddenSizes.empty(),
+               "--depth, --no-batchnorm and --dropout apply to the built-in models, not to --model-file '",
+               config.file, "' (the module defines its own layers)");
+    return;
+  }
   auto it = architectures().find(config.arch);
   TL_REQUIRE(it != architectures().end(), "unknown model '", config.arch,
              "'; choose one of: ", joined(modelNames()));
@@ -89,7 +122,10 @@ void validate(const ModelConfig& config) {
 
 std::shared_ptr<Model> createModel(const ModelConfig& config) {
   validate(config);
-  return architectures().at(config.arch).create(config);
+  std::shared_ptr<Model> model = config.file.empty() ? architectures().at(config.arch).create(config)
+                                                     : loadTorchScriptModel(config);
+  model->setLoss(config.loss);
+  return model;
 }
 
 }  // namespace tl::models

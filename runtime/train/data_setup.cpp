@@ -72,6 +72,16 @@ JobData openJobData(const JobConfig& config) {
 void adaptModelToData(JobConfig& config, const data::SampleSource& train) {
   const data::SampleSpec input = train.inputSpec();
   const data::SampleSpec target = train.targetSpec();
+  if (!config.model.file.empty()) {
+    // --model-file: the module says what it takes (checkModelOnData's trial batch); the geometry
+    // is kept for what reads it (a joined process's warm-up, tl-predict).
+    config.model.numClasses = train.numClasses();
+    if (input.shape.size() == 3 && input.shape[1] == input.shape[2]) {
+      config.model.inChannels = int(input.shape[0]);
+      config.model.imageSize = int(input.shape[1]);
+    }
+    return;
+  }
   const std::string& arch = config.model.arch;
   TL_REQUIRE(input.dtype == data::ArrayDtype::Float32, "--model ", arch,
              " takes float32 inputs, but --dataset ", config.dataset, " gives ",

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "dataload/loader.h"
+#include "runtime/train/model_loss.h"
 
 namespace tl::train {
 
@@ -26,10 +27,9 @@ BatchStats evaluate(models::Model& model, std::shared_ptr<const data::SampleSour
     while (auto b = loader.next()) {
       at::Tensor images = b->images.to(options.device);
       at::Tensor labels = b->labels.to(options.device);
-      at::Tensor logits = model.forward(images);
-      at::Tensor loss = at::cross_entropy_loss(logits, labels, {}, at::Reduction::Sum);
-      local.lossSum += loss.item<double>();
-      local.correct += logits.argmax(1).eq(labels).sum().item<int64_t>();
+      ScoredBatch scored = scoreBatch(model, images, labels, /*sum=*/true);
+      local.lossSum += scored.loss.item<double>();
+      if (scored.logits.defined()) local.correct += scored.logits.argmax(1).eq(labels).sum().item<int64_t>();
       local.samples += labels.size(0);
     }
   }

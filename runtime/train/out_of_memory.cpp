@@ -58,6 +58,7 @@ std::string humanBytes(size_t bytes) {
 }
 
 std::string describeModel(const models::ModelConfig& model) {
+  if (!model.file.empty()) return tl::str("the model (TorchScript module '", model.file, "')");
   const std::string arch =
       model.arch == "resnet" ? tl::str("resnet, depth ", model.depth) : model.arch;
   return tl::str("the model (", arch, " for ", model.inChannels, "x", model.imageSize, "x",

@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "common/sha256.h"
+#include "runtime/train/model_loss.h"
 
 namespace tl::train {
 
@@ -17,15 +18,14 @@ BatchStats forwardBackward(models::Model& model, const at::Tensor& images, const
   for (auto& p : model.parameters()) {
     if (p.grad().defined()) p.mutable_grad().zero_();
   }
-  at::Tensor logits = model.forward(images);
-  at::Tensor loss = at::cross_entropy_loss(logits, labels);
-  backward(loss);
+  ScoredBatch scored = scoreBatch(model, images, labels, /*sum=*/false);
+  backward(scored.loss);
   BatchStats s;
   s.samples = labels.size(0);
-  s.lossSum = loss.item<double>() * double(s.samples);
-  {
+  s.lossSum = scored.loss.item<double>() * double(s.samples);
+  if (scored.logits.defined()) {
     at::NoGradGuard noGrad;
-    s.correct = logits.argmax(1).eq(labels).sum().item<int64_t>();
+    s.correct = scored.logits.argmax(1).eq(labels).sum().item<int64_t>();
   }
   return s;
 }

@@ -35,6 +35,7 @@ Example exampleOf(const LaunchFlag& flag) {
   if (flag.name == "image-size" || flag.name == "skip-corrupt" || flag.name == "cache-mb") base = {"--dataset", "imagefolder", "--data-dir", "/d"};
   if (flag.name == "seq-len" || flag.name == "token-dtype") base = {"--dataset", "tokens", "--data-dir", "/d"};
   if (flag.name == "depth") extra = {"--model", "resnet"};
+  if (flag.name == "model-returns") extra = {"--model-file", "/etc/os-release"};  // a file-model setting
   if (flag.name == "checkpoint-every" || flag.name == "stop-at-step") extra = {"--output-dir", "/tmp/out"};
   Example e{base, base};
   e.after.insert(e.after.end(), extra.begin(), extra.end());

@@ -1,0 +1,112 @@
+"""TorchScript modules for tests/launcher/test_own_model.cpp, exported with the system PyTorch.
+
+  own_models.py export DIR     writes the modules (and the bad inputs) into DIR
+  own_models.py verify TS SD   checks that the TorchScript module TS holds the state dict SD
+
+Exit 77 (CTest's skip) when this python has no torch.
+"""
+import os
+import sys
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError:
+    print("no torch in", sys.executable)
+    sys.exit(77)
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench", "reference"))
+import ddp_models  # noqa: E402  (tl's built-in models in PyTorch)
+
+
+class BnDropoutCnn(nn.Module):
+    """A small CNN for 3x32x32 images with BatchNorm and dropout (in-model randomness)."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+        self.drop = nn.Dropout(0.3)
+        self.fc = nn.Linear(8 * 8 * 8, classes)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn(self.conv(x))), 4)
+        return self.fc(self.drop(x.flatten(1)))
+
+
+class ReturnsLoss(nn.Module):
+    """forward(inputs, targets) -> its own scalar loss (--model-returns loss)."""
+
+    def __init__(self, reduction: str = "mean"):
+        super().__init__()
+        self.net = BnDropoutCnn()
+        self.reduction = reduction
+
+    def forward(self, x, y):
+        return F.cross_entropy(self.net(x), y, reduction=self.reduction)
+
+
+class NoParameters(nn.Module):
+    def forward(self, x):
+        return x.flatten(1)[:, :10]
+
+
+class FlatMnist(nn.Module):
+    """Expects 1x28x28 images: a CIFAR batch does not fit its first layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(28 * 28, 10)
+
+    def forward(self, x):
+        return self.fc(x.flatten(1))
+
+
+def export(out):
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(1)
+    torch.jit.script(BnDropoutCnn()).save(os.path.join(out, "bn_dropout_cnn.pt"))
+    torch.manual_seed(2)
+    torch.jit.script(BnDropoutCnn()).save(os.path.join(out, "other_cnn.pt"))
+    # tl's --model cnn, built as tl builds it under --seed 7 (same init order, same generator)
+    torch.manual_seed(7)
+    torch.jit.script(ddp_models.SmallCnn(3, 32, 10)).save(os.path.join(out, "builtin_cnn_seed7.pt"))
+    torch.manual_seed(3)
+    torch.jit.script(ReturnsLoss()).save(os.path.join(out, "returns_loss.pt"))
+    torch.jit.script(ReturnsLoss("none")).save(os.path.join(out, "loss_per_sample.pt"))
+    torch.jit.script(NoParameters()).save(os.path.join(out, "no_parameters.pt"))
+    torch.jit.script(FlatMnist()).save(os.path.join(out, "flat_mnist.pt"))
+    torch.jit.script(BnDropoutCnn(classes=5)).save(os.path.join(out, "five_classes.pt"))
+    torch.save(BnDropoutCnn().state_dict(), os.path.join(out, "state_dict.pt"))
+    with open(os.path.join(out, "text.pt"), "w") as f:
+        f.write("not a module\n")
+    with open(os.path.join(out, "bn_dropout_cnn.pt"), "rb") as f:
+        whole = f.read()
+    with open(os.path.join(out, "truncated.pt"), "wb") as f:
+        f.write(whole[: len(whole) // 2])
+
+
+def verify(scripted, state_dict):
+    module = torch.jit.load(scripted)
+    saved = torch.load(state_dict)
+    mine = module.state_dict()
+    if list(mine) != list(saved):
+        print("names differ:", list(mine), list(saved))
+        return 1
+    for name, tensor in saved.items():
+        if not torch.equal(mine[name], tensor):
+            print("tensor differs:", name)
+            return 1
+    module(torch.zeros(2, 3, 32, 32))  # it still runs
+    print("verified", len(saved), "tensors")
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "export":
+        export(sys.argv[2])
+    elif sys.argv[1] == "verify":
+        sys.exit(verify(sys.argv[2], sys.argv[3]))
+    else:
+        sys.exit("usage: own_models.py export DIR | verify TS SD")
