@@ -65,12 +65,15 @@ LaunchShape shapeFromLaunchFlags(const std::vector<std::string>& launchArgs, int
           : est::Placement::explicitCounts(options.placement, job.logicalWorkers, processes);
   TL_REQUIRE(!job.device.isSimulated(), "--device ", job.device.toString(),
              ": a simulated device has no resources to predict");
+  if (!job.model.file.empty())
+    inputError("--model-file: tl-predict models only the built-in architectures (--model); run the "
+               "TorchScript job and read its usage figures instead");
 
   // The data, opened as the job opens it: the model's input geometry and the epoch's length.
   const train::JobData data = train::openJobData(job);
-  train::adaptModelToData(job, data.train->dataset());
+  train::adaptModelToData(job, *data.train);
   const int64_t batchesPerEpoch =
-      est::shardStream(job, data.train->dataset().size(), job.logicalWorkers, 0).batchesPerEpoch();
+      est::shardStream(job, data.train->size(), job.logicalWorkers, 0).batchesPerEpoch();
 
   LaunchShape out;
   JobShape& s = out.shape;
