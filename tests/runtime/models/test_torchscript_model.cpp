@@ -13,6 +13,7 @@
 
 #include "common/check.h"
 #include "dataload/memory_dataset.h"
+#include "dataload/transforms.h"
 #include "runtime/models/model.h"
 #include "runtime/models/model_names.h"
 #include "runtime/models/torchscript_model.h"
