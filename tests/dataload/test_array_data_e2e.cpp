@@ -80,7 +80,7 @@ TEST_F(ArrayDataE2E, ToolInfoDescribesBothSplits) {
 TEST_F(ArrayDataE2E, BadInputIsOneMessageAndExitStatus2) {
   // A Fortran-order x, written by hand.
   const std::string fortran = freshDir("array_e2e_fortran");
-  std::filesystem::copy(gTensors, fortran, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy(gTensors, fortran, std::filesystem::copy_options::overwrite_existing | std::filesystem::copy_options::recursive);
   {
     std::string bytes = slurp(fortran + "/train_x.npy");
     const size_t at = bytes.find("'fortran_order': False");
@@ -90,9 +90,9 @@ TEST_F(ArrayDataE2E, BadInputIsOneMessageAndExitStatus2) {
   }
   // x and y of different lengths.
   const std::string uneven = freshDir("array_e2e_uneven");
-  std::filesystem::copy(gTensors, uneven, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy(gTensors, uneven, std::filesystem::copy_options::overwrite_existing | std::filesystem::copy_options::recursive);
   std::filesystem::copy_file(gTensors + "/test_y.npy", uneven + "/train_y.npy",
-                             std::filesystem::copy_options::overwrite_existing);
+                             std::filesystem::copy_options::overwrite_existing | std::filesystem::copy_options::recursive);
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--dataset tensors --data-dir " + fortran, "'" + fortran + "/train_x.npy' is in Fortran order"},
       {"--dataset tensors --data-dir " + uneven, "do not match: 96 samples in x but 16 in y"},

@@ -40,8 +40,8 @@ pid_t spawnShell(const std::string& command) {
   return pid;
 }
 
-// The first temporary of checkpoint.tl created in `dir` whose writer is stopped while the
-// temporary still exists: the writer's pid (stopped, mid-write), or -1 after `seconds`.
+// The first temporary of checkpoint.tl created in `dir` after a complete checkpoint.tl exists
+// whose writer is stopped while the temporary still exists: the writer's pid (stopped, mid-write), or -1 after `seconds`.
 pid_t stopAWriterMidWrite(const std::string& dir, int seconds) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   while (!std::filesystem::exists(dir) && std::chrono::steady_clock::now() < deadline)
@@ -60,6 +60,8 @@ pid_t stopAWriterMidWrite(const std::string& dir, int seconds) {
       at += ssize_t(sizeof(inotify_event) + event->len);
       const std::string name = event->len ? event->name : "";
       if (name.rfind(kTemporaryPrefix, 0) != 0) continue;
+      // Only a write that replaces a complete checkpoint: the resume needs one to start from.
+      if (!std::filesystem::exists(tl::joinPath(dir, "checkpoint.tl"))) continue;
       const pid_t writer = pid_t(std::stol(name.substr(std::string(kTemporaryPrefix).size())));
       if (::kill(writer, SIGSTOP) != 0) continue;
       if (std::filesystem::exists(tl::joinPath(dir, name))) {
