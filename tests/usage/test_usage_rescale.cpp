@@ -80,7 +80,7 @@ TEST(UsageRescale, TrafficAfterAShrinkAndAGrowFollowsTheNewProcessCountAndEveryP
   // Stop once the lead has written a window wholly after the grow.
   auto leadWindowAfterGrow = [&] {
     for (const auto& w : usageWindows(out))
-      if (w["rank"] == 0 && w["first_step"].get<int64_t>() >= grownAt) return true;
+      if (w["rank"] == 0 && w["first_step"].get<int64_t>() > grownAt) return true;
     return false;
   };
   for (int i = 0; i < 1200 && !leadWindowAfterGrow() && !job.ended(); ++i)
@@ -90,7 +90,10 @@ TEST(UsageRescale, TrafficAfterAShrinkAndAGrowFollowsTheNewProcessCountAndEveryP
   ASSERT_EQ(job.wait(), 0) << job.log();
 
   // The lead's windows: each one between two changes has the traffic of that layout.
-  const std::vector<std::pair<int64_t, int64_t>> spans = {{0, kShrinkAt}, {kShrinkAt, grownAt}, {grownAt, 1 << 30}};
+  // A change is applied at the boundary after its step, so a window starting at that step
+  // carries the change's own traffic (the grow's state sent to the started processes): the
+  // windows of a layout start after the step of the change that made it.
+  const std::vector<std::pair<int64_t, int64_t>> spans = {{0, kShrinkAt}, {kShrinkAt + 1, grownAt}, {grownAt + 1, 1 << 30}};
   const std::vector<int> processes = {3, 2, 4};
   std::vector<int> checked(3, 0);
   std::map<int64_t, std::vector<json>> byPid;
