@@ -15,7 +15,8 @@
 #include <ATen/ATen.h>
 #include <mpi.h>
 #include <ATen/Parallel.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <chrono>

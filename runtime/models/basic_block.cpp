@@ -1,6 +1,9 @@
 #include "runtime/models/basic_block.h"
 
-#include <torch/torch.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
 
 #include "common/check.h"
 #include "runtime/models/layers.h"

@@ -1,6 +1,9 @@
 #include "runtime/models/layers.h"
 
-#include <torch/torch.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
 
 namespace tl::models::detail {
 

@@ -2,7 +2,7 @@
 // after every hidden layer; the last layer maps to the classes. Hidden widths come from
 // ModelConfig::hiddenSizes (default 256, 128). Names: fc1, fc2, ... Initialisation: libtorch's
 // default Linear init, in layer order.
-#include <torch/torch.h>
+#include <torch/nn/modules/linear.h>
 
 #include <string>
 #include <vector>

@@ -1,5 +1,6 @@
 // Model names, config validation and the createModel factory.
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <cmath>

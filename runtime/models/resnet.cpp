@@ -17,7 +17,10 @@
 // Initialisation: libtorch's default module init, the same as PyTorch's (Kaiming-uniform with
 // a = sqrt(5) for conv and linear weights, BatchNorm weight 1 and bias 0), drawn from the
 // default generator in construction order.
-#include <torch/torch.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
 
 #include <string>
 #include <vector>

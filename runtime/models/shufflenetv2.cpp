@@ -9,7 +9,11 @@
 // BatchNorm is part of every block, so there is no --no-batchnorm variant.
 //
 // Initialisation: libtorch's default module init (torchvision also keeps PyTorch's defaults).
-#include <torch/torch.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/activation.h>
 
 #include <string>
 #include <vector>

@@ -8,7 +8,10 @@
 //
 // Names: conv1, bn1, conv2, bn2, fc1, fc2. --no-batchnorm drops bn1/bn2 and gives the convs a
 // bias. Initialisation: libtorch's default module init (same as PyTorch's), in that order.
-#include <torch/torch.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
 
 #include "runtime/models/architectures.h"
 #include "runtime/models/layers.h"

@@ -1,4 +1,5 @@
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "runtime/models/model.h"
 

@@ -1,6 +1,6 @@
 #include "runtime/models/state_dict_io.h"
 
-#include <torch/torch.h>
+#include <torch/serialize.h>
 
 #include <map>
 #include <set>

@@ -2,7 +2,6 @@
 
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
-#include <torch/torch.h>
 
 #include <sstream>
 

@@ -5,7 +5,7 @@
 //   delta = sqrt(acc_delta + eps) / sqrt(square_avg + eps) * g
 //   acc_delta = rho * acc_delta + (1 - rho) * delta * delta
 //   p -= lr * delta
-#include <torch/torch.h>
+#include <ATen/ATen.h>
 
 #include "runtime/optim/optimizers.h"
 #include "runtime/optim/slot_optimizer.h"

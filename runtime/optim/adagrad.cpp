@@ -3,7 +3,7 @@
 //   clr = lr / (1 + (t - 1) * lr_decay)
 //   sum += g * g          (sum starts at initial_accumulator_value)
 //   p -= clr * g / (sqrt(sum) + eps)
-#include <torch/torch.h>
+#include <ATen/ATen.h>
 
 #include "runtime/optim/optimizers.h"
 #include "runtime/optim/slot_optimizer.h"

@@ -5,7 +5,7 @@
 //   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 // Note where eps goes: added after dividing sqrt(v) by the bias correction, not to sqrt(v).
 // The bias corrections are computed in double on the host, as PyTorch does with step.item().
-#include <torch/torch.h>
+#include <ATen/ATen.h>
 
 #include <cmath>
 

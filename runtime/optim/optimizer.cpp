@@ -2,7 +2,7 @@
 // apply to the chosen optimizer) and dispatch to the implementations.
 #include "runtime/optim/optimizer.h"
 
-#include <torch/torch.h>
+#include <ATen/ATen.h>
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 //   buf = clone(d_p) on the first update, else buf = momentum * buf + (1 - dampening) * d_p
 //   d_p = nesterov ? d_p + momentum * buf : buf
 //   p -= lr * d_p
-#include <torch/torch.h>
+#include <ATen/ATen.h>
 
 #include "runtime/optim/optimizers.h"
 #include "runtime/optim/slot_optimizer.h"

@@ -1,6 +1,7 @@
 #include "runtime/optim/slot_optimizer.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <charconv>

@@ -1,7 +1,9 @@
 // Synthetic data and `tl-data synth`: the real CIFAR-10 layout, determinism, balance, CLI
 // errors, and that a small CNN actually learns it.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/sgd.h>
 
 #include <fstream>
 #include <sys/wait.h>

@@ -9,7 +9,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <ATen/ATen.h>
 
 #include "runtime/comm/communicator.h"
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <thread>
 
-#include <torch/torch.h>
+#include <ATen/ATen.h>
 
 #include "common/check.h"
 #include "runtime/comm/mpi/mpi_communicator.h"

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include <gmock/gmock.h>
-#include <torch/torch.h>
+#include <ATen/ATen.h>
 
 #include "common/check.h"
 #include "runtime/comm/collective_timeout.h"

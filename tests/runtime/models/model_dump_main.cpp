@@ -9,7 +9,7 @@
 //   after.pt   the state dict after one training-mode forward on `input` (BN statistics move)
 //   io.pt      {"input", "train_output", "eval_output"}: the input, the training-mode output
 //              computed from init.pt's state, and the eval-mode output from after.pt's state
-#include <torch/torch.h>
+#include <torch/serialize.h>
 
 #include <fstream>
 #include <iostream>

@@ -1,7 +1,8 @@
 // Architectures: output shapes, parameter counts, seeded initialisation and config validation.
 #include <gtest/gtest.h>
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "common/check.h"
 #include "runtime/models/model.h"

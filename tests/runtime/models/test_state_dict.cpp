@@ -1,6 +1,6 @@
 // stateDict order and names (PyTorch's state_dict), and the torch.save-format files.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/serialize.h>
 
 #include <cstdlib>
 #include <filesystem>

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <torch/torch.h>
+#include <torch/serialize.h>
 
 #include <cstdlib>
 #include <filesystem>

@@ -2,7 +2,8 @@
 // gradients and per-step learning rates (lr * 1, lr * 0.5, lr * 0.25, as a schedule would give).
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <vector>
 
