@@ -32,7 +32,9 @@ struct Example {
 Example exampleOf(const LaunchFlag& flag) {
   std::vector<std::string> base = {"--data-dir", "/data"}, extra;
   if (flag.name == "data-dir") base = {};  // fashion-mnist's default folder
-  if (flag.name == "image-size" || flag.name == "skip-corrupt" || flag.name == "cache-mb") base = {"--dataset", "imagefolder", "--data-dir", "/d"};
+  if (flag.name == "image-size" || flag.name == "skip-corrupt" || flag.name == "cache-mb" ||
+      flag.name == "emulate-storage-mbps")
+    base = {"--dataset", "imagefolder", "--data-dir", "/d"};
   if (flag.name == "seq-len" || flag.name == "token-dtype") base = {"--dataset", "tokens", "--data-dir", "/d"};
   if (flag.name == "depth") extra = {"--model", "resnet"};
   if (flag.name == "model-returns") extra = {"--model-file", "/etc/os-release"};  // a file-model setting
