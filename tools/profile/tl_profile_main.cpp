@@ -1,6 +1,7 @@
 // tl-profile: short bursts of one job over a sweep of loader workers, a fitted throughput
 // model, and the worker count to use.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -76,6 +77,13 @@ int runCacheDimension(const tl::profile::BurstSpec& sweepSpec, const tl::profile
       sweep.fit.source == "loader measurements" ? profile::FittedReads::WholeBurst
                                                 : profile::FittedReads::SteadyWindow,
       largest->warm);
+  if (dimension.measured && dimension.warm &&
+      std::abs(dimension.cache.fittedMissShare - dimension.steadyMissShare) > 0.01) {
+    std::printf("%s: the worker table above models the sweep at the miss share of the reads it "
+                "was fitted on (%.1f%%), while its measured rates are warm (%.1f%% misses): "
+                "compare them in the grid below, which is the steady state.\n",
+                kProgram, 100 * dimension.cache.fittedMissShare, 100 * dimension.steadyMissShare);
+  }
   if (dimension.measured && !dimension.warm) {
     std::printf("%s: the bursts measured the cache COLD: %d steps (%d left out as warm-up) ended "
                 "within the first epoch, so no sample was read twice; the steady state is derived "
