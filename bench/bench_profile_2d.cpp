@@ -33,11 +33,11 @@ using namespace tl::bench;
 namespace fs = std::filesystem;
 
 constexpr int kBatch = 16;
-constexpr int kTrain = 800;             // 50 steps an epoch
-constexpr int kSteps = 125;             // 2.5 epochs: 75 steady steps after the first epoch
-constexpr int kColdSteps = 40;          // within the first epoch: a cold profile
-constexpr double kStorageMbps = 2;      // emulated storage, MB/s
-constexpr int kDeviceRate = 1500;       // sim device, images/s
+constexpr int kTrain = 800;         // 50 steps an epoch
+constexpr int kSteps = 125;         // 2.5 epochs: 75 steady steps after the first epoch
+constexpr int kColdSteps = 40;      // within the first epoch: a cold profile
+constexpr double kStorageMbps = 2;  // emulated storage, MB/s
+constexpr int kDeviceRate = 1500;   // sim device, images/s
 
 std::string jobFlags(const std::string& data) {
   return " --dataset imagefolder --data-dir " + data + " --image-size 32 --model cnn --batch " +
@@ -100,13 +100,14 @@ int main(int argc, char** argv) {
             : std::vector<double>{0, fullMb / 4, fullMb / 2, 3 * fullMb / 4, fullMb};
   std::string gridText;
   for (double mb : grid) gridText += (gridText.empty() ? "" : ",") + mbText(mb);
-  const std::string checks = quick ? "1:0,2:" + mbText(fullMb)
-                                   : "1:0,2:" + mbText(fullMb / 2) + ",3:" + mbText(fullMb);
-  std::printf("2-D profile vs a full grid: image folder of %d JPEGs, %.2f MiB (%.1fx the largest "
-              "budget, %.2f MiB),\nstorage emulated at %.0f MB/s, sim device at %d images/s, "
-              "batch %d, %d steps a run (%d an epoch); rates from epoch 2 on\n\n",
-              kTrain, dataMiB, dataMiB / fullMb, fullMb, kStorageMbps, kDeviceRate, kBatch, kSteps,
-              kTrain / kBatch);
+  const std::string checks =
+      quick ? "1:0,2:" + mbText(fullMb) : "1:0,2:" + mbText(fullMb / 2) + ",3:" + mbText(fullMb);
+  std::printf(
+      "2-D profile vs a full grid: image folder of %d JPEGs, %.2f MiB (%.1fx the largest "
+      "budget, %.2f MiB),\nstorage emulated at %.0f MB/s, sim device at %d images/s, "
+      "batch %d, %d steps a run (%d an epoch); rates from epoch 2 on\n\n",
+      kTrain, dataMiB, dataMiB / fullMb, fullMb, kStorageMbps, kDeviceRate, kBatch, kSteps,
+      kTrain / kBatch);
   std::fflush(stdout);
 
   // The profile: a worker sweep at the full budget, the memory dimension derived, checks. Then
@@ -180,12 +181,12 @@ int main(int argc, char** argv) {
   std::printf("%-44s %.0f%%\n", "worst error over the whole grid", 100 * worstCell);
   std::printf("%-44s %.0f%% (bursts of %d steps, within the first epoch)\n",
               "the same, profiled cold", 100 * worstCold, kColdSteps);
-  std::printf("%-44s %d workers, %.2f MiB: %.1f images/s\n", "best measured grid cell", best->workers,
-              best->mb, best->measured);
+  std::printf("%-44s %d workers, %.2f MiB: %.1f images/s\n", "best measured grid cell",
+              best->workers, best->mb, best->measured);
   if (chosen) {
     std::printf("%-44s %d workers, %.2f MiB: %.1f images/s = %.3f of the best (want >= 0.95)\n",
-                "recommended by the profile, measured", chosen->workers, chosen->mb, chosen->measured,
-                chosen->measured / best->measured);
+                "recommended by the profile, measured", chosen->workers, chosen->mb,
+                chosen->measured, chosen->measured / best->measured);
   } else {
     std::printf("%-44s none on the grid\n", "recommended by the profile");
   }

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -166,12 +166,13 @@ ImageFolderDataset::ImageFolderDataset(const std::string& dir, Split split,
 }
 
 std::string ImageFolderDataset::describe() const {
-  return str("image folder ", splitDir_, ", ", size(), " JPEG images, ", numClasses(),
-             " classes", options_.skipCorrupt ? ", corrupt files skipped" : "",
-             cache_ ? str(", cache of ", double(cache_->stats().budgetBytes) / 1048576.0, " MiB") : "",
-             options_.storageBytesPerSecond > 0
-                 ? str(", storage emulated at ", options_.storageBytesPerSecond / 1e6, " MB/s")
-                 : "");
+  return str(
+      "image folder ", splitDir_, ", ", size(), " JPEG images, ", numClasses(), " classes",
+      options_.skipCorrupt ? ", corrupt files skipped" : "",
+      cache_ ? str(", cache of ", double(cache_->stats().budgetBytes) / 1048576.0, " MiB") : "",
+      options_.storageBytesPerSecond > 0
+          ? str(", storage emulated at ", options_.storageBytesPerSecond / 1e6, " MB/s")
+          : "");
 }
 
 int64_t ImageFolderDataset::label(int64_t index) const {
@@ -202,8 +203,9 @@ void ImageFolderDataset::waitForEmulatedStorage(std::chrono::steady_clock::time_
                                                 size_t bytes) const {
   if (options_.storageBytesPerSecond <= 0) return;
   std::this_thread::sleep_until(
-      readStart + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                      std::chrono::duration<double>(double(bytes) / options_.storageBytesPerSecond)));
+      readStart +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(double(bytes) / options_.storageBytesPerSecond)));
 }
 
 ImageView ImageFolderDataset::decodeFile(int64_t index, std::vector<uint8_t>& scratch,

@@ -252,14 +252,17 @@ std::vector<LaunchFlag> buildTable() {
                     "256", TL_FIELD(job.cacheMb), 0, 1 << 30));
   t.push_back(custom(
       "emulate-storage-mbps", kRun,
-      "imagefolder: emulate slow storage: a training or validation image read from storage takes at "
+      "imagefolder: emulate slow storage: a training or validation image read from storage takes "
+      "at "
       "least its bytes / (R * 10^6) seconds, the rest spent sleeping (no core, no change to any "
       "sample or its order; the summary marks the run as emulated) [off]",
       "4",
       [](LaunchOptions& o, const std::string& v) {
         const double mbps = parseDouble(v, "--emulate-storage-mbps");
-        TL_REQUIRE(mbps >= 0.001 && mbps <= 1e6, "--emulate-storage-mbps: must be a rate in MB/s "
-                   "between 0.001 and 1000000, got ", v);
+        TL_REQUIRE(mbps >= 0.001 && mbps <= 1e6,
+                   "--emulate-storage-mbps: must be a rate in MB/s "
+                   "between 0.001 and 1000000, got ",
+                   v);
         o.job.emulateStorageMbps = mbps;
       },
       [](const LaunchOptions& o) {

@@ -87,9 +87,10 @@ void validate(const JobConfig& c) {
   TL_REQUIRE(c.cacheMb < 0 || c.dataset == "imagefolder",
              "--cache-mb applies to --dataset imagefolder only (", c.dataset,
              " is decoded into memory when opened)");
-  TL_REQUIRE(c.emulateStorageMbps <= 0 || c.dataset == "imagefolder",
-             "--emulate-storage-mbps applies to --dataset imagefolder only (", c.dataset,
-             " is decoded into memory when opened, so nothing is read from storage while training)");
+  TL_REQUIRE(
+      c.emulateStorageMbps <= 0 || c.dataset == "imagefolder",
+      "--emulate-storage-mbps applies to --dataset imagefolder only (", c.dataset,
+      " is decoded into memory when opened, so nothing is read from storage while training)");
   // Array datasets.
   TL_REQUIRE(c.dataset == "tokens" || (c.seqLen == 0 && c.tokenDtype.empty()),
              "--seq-len and --token-dtype apply to --dataset tokens only");

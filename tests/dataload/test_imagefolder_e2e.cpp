@@ -211,7 +211,8 @@ TEST_F(ImageFolderE2E, EmulatedStorageOnlyAddsWaiting) {
                     b = freshDir("imagefolder_e2e_storage_slow");
   constexpr double kMbps = 0.2;
   ASSERT_EQ(launch(gDataDir, a, "--workers 1 --cache-mb 0", 4).exitCode, 0);
-  const CommandResult rb = launch(gDataDir, b, "--workers 1 --cache-mb 0 --emulate-storage-mbps 0.2", 4);
+  const CommandResult rb =
+      launch(gDataDir, b, "--workers 1 --cache-mb 0 --emulate-storage-mbps 0.2", 4);
   ASSERT_EQ(rb.exitCode, 0) << rb.err;
   EXPECT_EQ(summary(a)["params_sha256"], summary(b)["params_sha256"]);
   EXPECT_EQ(summary(b)["emulated"], true);

@@ -280,8 +280,9 @@ TEST(JobFlags, EmulatedStorageTakesAPositiveRateForImageFolders) {
     with({"--dataset", "cifar10", "--data-dir", "/d"}, "4");
     ADD_FAILURE() << "accepted for cifar10";
   } catch (const tl::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("--emulate-storage-mbps applies to --dataset imagefolder only"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("--emulate-storage-mbps applies to --dataset imagefolder only"),
+        std::string::npos)
         << e.what();
   }
 }

@@ -62,7 +62,8 @@ TEST_F(Profile2dE2E, GridChecksAndHeatMap) {
     EXPECT_GT(c["predicted"].get<double>(), 0) << c.dump();
     EXPECT_TRUE(c["measured_warm"].get<bool>()) << c.dump();
   }
-  EXPECT_TRUE(std::filesystem::exists(out + "/check_w" + std::to_string(j["checks"][0]["workers"].get<int>()) +
+  EXPECT_TRUE(std::filesystem::exists(out + "/check_w" +
+                                      std::to_string(j["checks"][0]["workers"].get<int>()) +
                                       "_cache0/metrics.jsonl"));
 
   // 3 worker counts (0 too: it was swept) x 5 budgets; the prediction never falls as the

@@ -174,8 +174,13 @@ TEST(ReadBurst, SkipsTheFirstEpochWhenTheBurstGetsPastIt) {
     std::ofstream metrics(dir + "/metrics.jsonl");
     double times[] = {1.0, 2.0, 3.0, 3.5, 3.7, 3.9};  // epoch 0: steps 1-3, epoch 1: 4-6
     for (int i = 0; i < 6; ++i) {
-      metrics << nlohmann::json{{"type", "step"}, {"step", i + 1}, {"epoch", i < 3 ? 0 : 1},
-                                {"data_wait_s", 0.0}, {"time", 1000 + times[i]}}.dump() << "\n";
+      metrics << nlohmann::json{{"type", "step"},
+                                {"step", i + 1},
+                                {"epoch", i < 3 ? 0 : 1},
+                                {"data_wait_s", 0.0},
+                                {"time", 1000 + times[i]}}
+                     .dump()
+              << "\n";
     }
   }
   BurstMeasurement warm = readBurst(dir, 2, 1, true);

@@ -125,7 +125,8 @@ TEST(ProfileGrid, ColdBurstsTakeTheSteadyMissShareFromTheCacheModel) {
   std::ofstream(dir + "/metrics.jsonl")
       << R"({"type":"epoch","epoch":0,"partial":true,"cache":{"hits":0,"misses":60,)"
          R"("bytes_from_storage":600000,"bytes_from_cache":0,"storage_s":0.3,"samples":100,)"
-         R"("budget_bytes":)" << 0.4 * 100 * (10000.0 + data::SampleCache::kEntryOverhead) << "}}\n";
+         R"("budget_bytes":)"
+      << 0.4 * 100 * (10000.0 + data::SampleCache::kEntryOverhead) << "}}\n";
   const CacheDimension d = readCacheDimension(dir, FittedReads::SteadyWindow, false);
   ASSERT_TRUE(d.measured) << d.note;
   EXPECT_FALSE(d.warm);

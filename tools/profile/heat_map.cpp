@@ -103,8 +103,9 @@ void draw(cairo_t* cr, const std::vector<GridCell>& cells, int recommended, int 
     text(cr, x + cw / 2, y + ch * (checked ? 0.33 : 0.5), number("%.0f", c.predicted), true);
     if (checked) {  // the check's measurement in its own cell, under the prediction
       cairo_set_font_size(cr, 12);
-      const std::string m = c.measured > 0 ? number("%.0f", c.measured) + (c.measuredWarm ? "" : " cold")
-                                           : std::string("failed");
+      const std::string m = c.measured > 0
+                                ? number("%.0f", c.measured) + (c.measuredWarm ? "" : " cold")
+                                : std::string("failed");
       cairo_text_extents_t e;
       cairo_text_extents(cr, m.c_str(), &e);
       checkMark(cr, x + cw / 2 - e.width / 2 - 9, y + ch * 0.7);

@@ -122,12 +122,14 @@ void addCheck(CacheReport& report, int workers, double cacheMb, double measured,
 namespace {
 
 std::string missShareLine(const CacheDimension& d) {
-  std::string line = "steady miss share at the full budget " + fixed(100 * d.steadyMissShare, 1) + "% ";
+  std::string line =
+      "steady miss share at the full budget " + fixed(100 * d.steadyMissShare, 1) + "% ";
   line += d.warm ? "(measured warm: the epochs after the first)"
                  : "(COLD: the bursts ended within their first epoch, where every read misses; "
                    "this share is the cache model's max(0, 1 - budget / data set), not measured: "
                    "the data set is too large to measure warm in bursts this short)";
-  return line + "; worker model fitted at a miss share of " + fixed(100 * d.cache.fittedMissShare, 1) + "%\n";
+  return line + "; worker model fitted at a miss share of " +
+         fixed(100 * d.cache.fittedMissShare, 1) + "%\n";
 }
 
 }  // namespace

@@ -79,17 +79,19 @@ int runCacheDimension(const tl::profile::BurstSpec& sweepSpec, const tl::profile
       largest->warm);
   if (dimension.measured && dimension.warm &&
       std::abs(dimension.cache.fittedMissShare - dimension.steadyMissShare) > 0.01) {
-    std::printf("%s: the worker table above models the sweep at the miss share of the reads it "
-                "was fitted on (%.1f%%), while its measured rates are warm (%.1f%% misses): "
-                "compare them in the grid below, which is the steady state.\n",
-                kProgram, 100 * dimension.cache.fittedMissShare, 100 * dimension.steadyMissShare);
+    std::printf(
+        "%s: the worker table above models the sweep at the miss share of the reads it "
+        "was fitted on (%.1f%%), while its measured rates are warm (%.1f%% misses): "
+        "compare them in the grid below, which is the steady state.\n",
+        kProgram, 100 * dimension.cache.fittedMissShare, 100 * dimension.steadyMissShare);
   }
   if (dimension.measured && !dimension.warm) {
-    std::printf("%s: the bursts measured the cache COLD: %d steps (%d left out as warm-up) ended "
-                "within the first epoch, so no sample was read twice; the steady state is derived "
-                "from the cache model only. To measure it warm, give --max-iterations above one "
-                "epoch's steps plus a few.\n",
-                kProgram, sweepSpec.steps, sweepSpec.warmupSteps);
+    std::printf(
+        "%s: the bursts measured the cache COLD: %d steps (%d left out as warm-up) ended "
+        "within the first epoch, so no sample was read twice; the steady state is derived "
+        "from the cache model only. To measure it warm, give --max-iterations above one "
+        "epoch's steps plus a few.\n",
+        kProgram, sweepSpec.steps, sweepSpec.warmupSteps);
   }
   profile::CacheReport report = profile::buildCacheReport(sweep, dimension, cacheMb, grid);
   if (checks.empty() && sweep.recommended >= 0) {
@@ -99,14 +101,15 @@ int runCacheDimension(const tl::profile::BurstSpec& sweepSpec, const tl::profile
   for (const auto& check : checks) {
     profile::BurstSpec spec = sweepSpec;
     spec.jobFlags.back() = profile::cacheFlagValue(check.cacheMb);  // the value after --cache-mb
-    const std::string folder =
-        joinPath(out, "check_w" + std::to_string(check.workers) + "_cache" + profile::cacheLabel(check.cacheMb));
+    const std::string folder = joinPath(out, "check_w" + std::to_string(check.workers) + "_cache" +
+                                                 profile::cacheLabel(check.cacheMb));
     std::printf("%s: check burst with %d loader worker(s), --cache-mb %s -> %s\n", kProgram,
                 check.workers, profile::cacheFlagValue(check.cacheMb).c_str(), folder.c_str());
     std::fflush(stdout);
     const profile::BurstMeasurement m = profile::runBurst(spec, check.workers, folder);
     if (!m.ok()) std::printf("%s: check burst failed: %s\n", kProgram, m.note.c_str());
-    profile::addCheck(report, check.workers, check.cacheMb, m.ok() ? m.imagesPerSecond : -1, m.warm);
+    profile::addCheck(report, check.workers, check.cacheMb, m.ok() ? m.imagesPerSecond : -1,
+                      m.warm);
     if (submit::interruptsReceived() > 0) {
       std::fprintf(stderr, "%s: interrupted; no 2-D profile written\n", kProgram);
       return cli::kExitInterrupted;
