@@ -85,6 +85,11 @@ struct DatasetOptions {
   // from the kernel's page cache afterwards (POSIX_FADV_DONTNEED), so the memory that caches
   // the data set is the budget and a miss really reads storage. Never changes a sample.
   int64_t cacheBytes = -1;
+  // Image folders: emulated storage speed (tl-launch --emulate-storage-mbps). A file read
+  // from storage (a cache miss, or every read without a cache) takes at least
+  // bytes / storageBytesPerSecond seconds: the reading thread sleeps out the rest, using no
+  // core. Timing only: the bytes read are the same. 0: storage at its own speed.
+  double storageBytesPerSecond = 0;
 };
 
 // Opens a dataset by kind: "cifar10" (data_batch_1..5.bin and test_batch.bin, see cifar10.h),

@@ -6,11 +6,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -165,9 +166,13 @@ ImageFolderDataset::ImageFolderDataset(const std::string& dir, Split split,
 }
 
 std::string ImageFolderDataset::describe() const {
-  return str("image folder ", splitDir_, ", ", size(), " JPEG images, ", numClasses(),
-             " classes", options_.skipCorrupt ? ", corrupt files skipped" : "",
-             cache_ ? str(", cache of ", double(cache_->stats().budgetBytes) / 1048576.0, " MiB") : "");
+  return str(
+      "image folder ", splitDir_, ", ", size(), " JPEG images, ", numClasses(), " classes",
+      options_.skipCorrupt ? ", corrupt files skipped" : "",
+      cache_ ? str(", cache of ", double(cache_->stats().budgetBytes) / 1048576.0, " MiB") : "",
+      options_.storageBytesPerSecond > 0
+          ? str(", storage emulated at ", options_.storageBytesPerSecond / 1e6, " MB/s")
+          : "");
 }
 
 int64_t ImageFolderDataset::label(int64_t index) const {
@@ -194,6 +199,15 @@ ImageView ImageFolderDataset::imageAtReduction(int64_t index, std::vector<uint8_
                               : decodeFile(index, scratch, pick);
 }
 
+void ImageFolderDataset::waitForEmulatedStorage(std::chrono::steady_clock::time_point readStart,
+                                                size_t bytes) const {
+  if (options_.storageBytesPerSecond <= 0) return;
+  std::this_thread::sleep_until(
+      readStart +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(double(bytes) / options_.storageBytesPerSecond)));
+}
+
 ImageView ImageFolderDataset::decodeFile(int64_t index, std::vector<uint8_t>& scratch,
                                          const PickReduction& pick) const {
   // The encoded bytes stay per thread between samples; the decoded pixels go to the caller's
@@ -201,10 +215,13 @@ ImageView ImageFolderDataset::decodeFile(int64_t index, std::vector<uint8_t>& sc
   thread_local std::vector<uint8_t> fileBytes;
   const std::string file = path(index);
   if (!cache_) {
+    const auto start = std::chrono::steady_clock::now();
     readWholeFile(file, fileBytes, false);
+    waitForEmulatedStorage(start, fileBytes.size());
   } else if (!cache_->fetch(index, fileBytes)) {
     const auto start = std::chrono::steady_clock::now();
     readWholeFile(file, fileBytes, true);
+    waitForEmulatedStorage(start, fileBytes.size());
     const std::chrono::duration<double> read = std::chrono::steady_clock::now() - start;
     cache_->offer(index, fileBytes.data(), int64_t(fileBytes.size()), read.count());
   }

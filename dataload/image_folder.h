@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -52,6 +53,9 @@ class ImageFolderDataset : public Dataset {
   SampleCache* sampleCache() const override { return cache_.get(); }
 
  private:
+  // --emulate-storage-mbps: sleeps until a read of `bytes` begun at `readStart` has taken
+  // bytes / DatasetOptions::storageBytesPerSecond seconds. No-op without emulation.
+  void waitForEmulatedStorage(std::chrono::steady_clock::time_point readStart, size_t bytes) const;
   ImageView decodeFile(int64_t index, std::vector<uint8_t>& scratch,
                        const PickReduction& pick) const;
   ImageView decodeSkippingCorrupt(int64_t index, std::vector<uint8_t>& scratch,

@@ -250,6 +250,25 @@ std::vector<LaunchFlag> buildTable() {
                     "imagefolder: keep up to this many MiB of encoded training images in memory; "
                     "admitted images stay, the rest is read from storage every epoch (no page cache)",
                     "256", TL_FIELD(job.cacheMb), 0, 1 << 30));
+  t.push_back(custom(
+      "emulate-storage-mbps", kRun,
+      "imagefolder: emulate slow storage: a training or validation image read from storage takes "
+      "at "
+      "least its bytes / (R * 10^6) seconds, the rest spent sleeping (no core, no change to any "
+      "sample or its order; the summary marks the run as emulated) [off]",
+      "4",
+      [](LaunchOptions& o, const std::string& v) {
+        const double mbps = parseDouble(v, "--emulate-storage-mbps");
+        TL_REQUIRE(mbps >= 0.001 && mbps <= 1e6,
+                   "--emulate-storage-mbps: must be a rate in MB/s "
+                   "between 0.001 and 1000000, got ",
+                   v);
+        o.job.emulateStorageMbps = mbps;
+      },
+      [](const LaunchOptions& o) {
+        return o.job.emulateStorageMbps > 0 ? text(o.job.emulateStorageMbps) : std::string("off");
+      }));
+  t.back().realRange = std::make_pair(0.001, 1e6);
   t.push_back(integer<int>("prefetch", kRun, "batches prepared ahead per loader thread", "4", TL_FIELD(job.prefetch), 1, 64));
   // Length, optimizer and schedule.
   t.push_back(integer<int64_t>("epochs", kDefining, "epochs to train (1 unless --steps is given)", "3",

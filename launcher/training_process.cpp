@@ -167,6 +167,10 @@ int TrainingProcess::trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, con
     summary["inplace_rescale_max_pause_s"] = controller_.maxPauseSeconds();
     if (recovery_) summary["recovery"] = recovery_->counts();
     placer_.addToSummary(summary);
+    if (job.emulateStorageMbps > 0) {  // timing only, like --emulate-slowdown
+      summary["emulated"] = true;
+      summary["emulated_storage_mbps"] = job.emulateStorageMbps;
+    }
     if (!job.outputDir.empty()) train::writeSummary(summary, job.outputDir);
     if (!job.saveModel.empty()) {
       models::saveStateDict(executor.model(), job.saveModel);

@@ -87,6 +87,10 @@ void validate(const JobConfig& c) {
   TL_REQUIRE(c.cacheMb < 0 || c.dataset == "imagefolder",
              "--cache-mb applies to --dataset imagefolder only (", c.dataset,
              " is decoded into memory when opened)");
+  TL_REQUIRE(
+      c.emulateStorageMbps <= 0 || c.dataset == "imagefolder",
+      "--emulate-storage-mbps applies to --dataset imagefolder only (", c.dataset,
+      " is decoded into memory when opened, so nothing is read from storage while training)");
   // Array datasets.
   TL_REQUIRE(c.dataset == "tokens" || (c.seqLen == 0 && c.tokenDtype.empty()),
              "--seq-len and --token-dtype apply to --dataset tokens only");
@@ -142,6 +146,7 @@ nlohmann::json toJson(const RunSettings& s) {
   j["auto_workers"] = s.autoWorkers;
   j["prefetch"] = s.prefetch;
   j["cache_mb"] = s.cacheMb;
+  j["emulate_storage_mbps"] = s.emulateStorageMbps;
   j["device"] = s.device.toString();
   j["bucket_bytes"] = s.bucketBytes;
   j["overlap"] = s.overlap;
@@ -231,6 +236,7 @@ RunSettings runSettingsFromJson(const nlohmann::json& j) {
     s.autoWorkers = j.value("auto_workers", false);
     s.prefetch = j.at("prefetch");
     s.cacheMb = j.value("cache_mb", -1.0);  // checkpoints before --cache-mb have none
+    s.emulateStorageMbps = j.value("emulate_storage_mbps", 0.0);
     s.device = DeviceSpec::parse(j.at("device"));
     s.bucketBytes = j.at("bucket_bytes");
     s.overlap = j.value("overlap", RunSettings{}.overlap);  // older checkpoints have none

@@ -84,6 +84,8 @@ struct RunSettings {
   bool autoWorkers = false;    // let the node coordinator size the pool (workers = start size)
   int prefetch = 2;            // batches prepared ahead per loader thread
   double cacheMb = -1;         // imagefolder: MiB of encoded training samples cached (< 0: none)
+  // imagefolder: storage reads take at least bytes / (R * 10^6) s, sleeping (0: real speed).
+  double emulateStorageMbps = 0;
   DeviceSpec device;
   int deviceIndex = 0;         // cuda device of this process (set by the launcher)
   int64_t bucketBytes = 25 << 20;

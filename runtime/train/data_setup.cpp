@@ -13,6 +13,8 @@ namespace {
 JobData openImageFolderData(const JobConfig& config) {
   data::DatasetOptions options;
   options.skipCorrupt = config.skipCorrupt;
+  if (config.emulateStorageMbps > 0)
+    options.storageBytesPerSecond = config.emulateStorageMbps * 1e6;
   data::DatasetOptions trainOptions = options;  // only the training split is cached
   if (config.cacheMb >= 0) trainOptions.cacheBytes = data::cacheMiB(config.cacheMb);
   data::ResizedCropOptions crop;

@@ -203,4 +203,38 @@ TEST_F(ImageFolderE2E, ImageFlagsNeedAnImageFolder) {
       << c.err;
 }
 
+// --emulate-storage-mbps R: every read from storage lasts at least bytes / R (the epoch
+// records' storage_s say so), the trained parameters stay those of the real-speed run, and the
+// summary marks the run as emulated. (Bad values: test_job_flags.)
+TEST_F(ImageFolderE2E, EmulatedStorageOnlyAddsWaiting) {
+  const std::string a = freshDir("imagefolder_e2e_storage_real"),
+                    b = freshDir("imagefolder_e2e_storage_slow");
+  constexpr double kMbps = 0.2;
+  ASSERT_EQ(launch(gDataDir, a, "--workers 1 --cache-mb 0", 4).exitCode, 0);
+  const CommandResult rb =
+      launch(gDataDir, b, "--workers 1 --cache-mb 0 --emulate-storage-mbps 0.2", 4);
+  ASSERT_EQ(rb.exitCode, 0) << rb.err;
+  EXPECT_EQ(summary(a)["params_sha256"], summary(b)["params_sha256"]);
+  EXPECT_EQ(summary(b)["emulated"], true);
+  EXPECT_DOUBLE_EQ(summary(b)["emulated_storage_mbps"].get<double>(), kMbps);
+  EXPECT_FALSE(summary(a).value("emulated", false));
+
+  auto storage = [](const std::string& dir) {
+    double bytes = 0, seconds = 0;
+    std::ifstream metrics(dir + "/metrics.jsonl");
+    for (std::string line; std::getline(metrics, line);) {
+      const nlohmann::json record = nlohmann::json::parse(line);
+      if (record["type"] != "epoch") continue;
+      bytes += record["cache"]["bytes_from_storage"].get<double>();
+      seconds += record["cache"]["storage_s"].get<double>();
+    }
+    return std::make_pair(bytes, seconds);
+  };
+  const auto [slowBytes, slowSeconds] = storage(b);
+  ASSERT_GT(slowBytes, 10000);
+  EXPECT_GE(slowSeconds, slowBytes / (kMbps * 1e6)) << "each read waits out bytes / R";
+  const auto [realBytes, realSeconds] = storage(a);
+  EXPECT_LT(realSeconds, 0.25 * realBytes / (kMbps * 1e6)) << "this folder's real reads are faster";
+}
+
 }  // namespace

@@ -32,7 +32,9 @@ struct Example {
 Example exampleOf(const LaunchFlag& flag) {
   std::vector<std::string> base = {"--data-dir", "/data"}, extra;
   if (flag.name == "data-dir") base = {};  // fashion-mnist's default folder
-  if (flag.name == "image-size" || flag.name == "skip-corrupt" || flag.name == "cache-mb") base = {"--dataset", "imagefolder", "--data-dir", "/d"};
+  if (flag.name == "image-size" || flag.name == "skip-corrupt" || flag.name == "cache-mb" ||
+      flag.name == "emulate-storage-mbps")
+    base = {"--dataset", "imagefolder", "--data-dir", "/d"};
   if (flag.name == "seq-len" || flag.name == "token-dtype") base = {"--dataset", "tokens", "--data-dir", "/d"};
   if (flag.name == "depth") extra = {"--model", "resnet"};
   if (flag.name == "model-returns") extra = {"--model-file", "/etc/os-release"};  // a file-model setting
@@ -252,6 +254,37 @@ TEST(JobFlags, RealFlagsDeclareFiniteFloatRanges) {
     EXPECT_THROW(flag.set(o, std::to_string(max * 2 + 1)), tl::InputError);
   }
   EXPECT_GE(reals, 15) << "--lr, --momentum, ... --bucket-mb";
+}
+
+// --emulate-storage-mbps: a rate in MB/s above 0, for image folders only; anything else is
+// one error naming the flag and what is wrong.
+TEST(JobFlags, EmulatedStorageTakesAPositiveRateForImageFolders) {
+  const std::vector<std::string> folder = {"--dataset", "imagefolder", "--data-dir", "/d"};
+  auto with = [&](const std::vector<std::string>& base, const std::string& value) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {"--emulate-storage-mbps", value});
+    return tl::launcher::parseLaunchOptions(args);
+  };
+  EXPECT_DOUBLE_EQ(with(folder, "2.5").job.emulateStorageMbps, 2.5);
+  EXPECT_DOUBLE_EQ(tl::launcher::parseLaunchOptions(folder).job.emulateStorageMbps, 0) << "off";
+  for (const std::string bad : {"0", "-1", "fast", "0.0001", "nan", ""}) {
+    SCOPED_TRACE(bad);
+    try {
+      with(folder, bad);
+      ADD_FAILURE() << "accepted";
+    } catch (const tl::InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("--emulate-storage-mbps:", 0), 0u) << e.what();
+    }
+  }
+  try {
+    with({"--dataset", "cifar10", "--data-dir", "/d"}, "4");
+    ADD_FAILURE() << "accepted for cifar10";
+  } catch (const tl::InputError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("--emulate-storage-mbps applies to --dataset imagefolder only"),
+        std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

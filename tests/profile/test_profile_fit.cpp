@@ -166,6 +166,35 @@ TEST(ReadBurst, ReadsLoaderMeasurementsOfRankZero) {
   EXPECT_EQ(whole.compute.images, 6 * 8 * 1);
 }
 
+// Asked to skip the first epoch, the rate starts where the second epoch begins (warm); a burst
+// that never left its first epoch keeps the warm-up window and is not warm.
+TEST(ReadBurst, SkipsTheFirstEpochWhenTheBurstGetsPastIt) {
+  auto dir = writeBurstFolder(false);
+  {
+    std::ofstream metrics(dir + "/metrics.jsonl");
+    double times[] = {1.0, 2.0, 3.0, 3.5, 3.7, 3.9};  // epoch 0: steps 1-3, epoch 1: 4-6
+    for (int i = 0; i < 6; ++i) {
+      metrics << nlohmann::json{{"type", "step"},
+                                {"step", i + 1},
+                                {"epoch", i < 3 ? 0 : 1},
+                                {"data_wait_s", 0.0},
+                                {"time", 1000 + times[i]}}
+                     .dump()
+              << "\n";
+    }
+  }
+  BurstMeasurement warm = readBurst(dir, 2, 1, true);
+  EXPECT_TRUE(warm.warm);
+  EXPECT_EQ(warm.firstEpochSteps, 3);
+  EXPECT_NEAR(warm.imagesPerSecond, 3 * 16 / 0.9, 1e-6);  // steps 4-6 after the end of step 3
+  BurstMeasurement plain = readBurst(dir, 2, 1);
+  EXPECT_FALSE(plain.warm);
+  EXPECT_NEAR(plain.imagesPerSecond, 5 * 16 / 2.9, 1e-6);
+  BurstMeasurement cold = readBurst(writeBurstFolder(false), 2, 2, true);  // one epoch only
+  EXPECT_FALSE(cold.warm);
+  EXPECT_NEAR(cold.imagesPerSecond, 4 * 16 / 0.8, 1e-6);
+}
+
 TEST(ReadBurst, MissingSummaryIsAFailedBurst) {
   BurstMeasurement m = readBurst(tl::testing::freshDir("profile_burst_empty"), 1, 2);
   EXPECT_FALSE(m.ok());

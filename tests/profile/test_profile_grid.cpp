@@ -96,17 +96,42 @@ TEST(ProfileGrid, CacheFiguresComeFromTheBurstsEpochRecords) {
          R"("bytes_from_cache":0,"storage_s":0.5,"samples":100}})" "\n"
       << R"({"type":"epoch","epoch":1,"cache":{"hits":75,"misses":25,"bytes_from_storage":250000,)"
          R"("bytes_from_cache":750000,"storage_s":0.125,"samples":100}})" "\n";
-  const CacheDimension d = readCacheDimension(dir);
+  const CacheDimension d = readCacheDimension(dir, FittedReads::SteadyWindow, true);
   ASSERT_TRUE(d.measured) << d.note;
+  EXPECT_TRUE(d.warm);
   EXPECT_DOUBLE_EQ(d.cache.sampleBytes, 10000);
   EXPECT_DOUBLE_EQ(d.cache.storageSecondsPerByte, 0.625 / 1250000);
-  EXPECT_DOUBLE_EQ(d.cache.fittedMissShare, 0.25) << "epochs after the first";
+  EXPECT_DOUBLE_EQ(d.steadyMissShare, 0.25) << "epochs after the first";
+  EXPECT_DOUBLE_EQ(d.cache.fittedMissShare, 0.25) << "a rate measured after the first epoch";
   EXPECT_DOUBLE_EQ(d.cache.datasetBytes, 100 * (10000.0 + data::SampleCache::kEntryOverhead));
+  // A fit from loader measurements saw every read of the burst: 125 misses of 200.
+  EXPECT_DOUBLE_EQ(readCacheDimension(dir, FittedReads::WholeBurst, true).cache.fittedMissShare,
+                   0.625);
+  // A rate window that began in the first epoch: its reads are the whole burst's too.
+  EXPECT_DOUBLE_EQ(readCacheDimension(dir, FittedReads::SteadyWindow, false).cache.fittedMissShare,
+                   0.625);
 
   const std::string empty = tl::testing::freshDir("profile_grid_empty");
   std::ofstream(empty + "/metrics.jsonl") << R"({"type":"epoch","epoch":0})" "\n";
-  EXPECT_FALSE(readCacheDimension(empty).measured);
-  EXPECT_NE(readCacheDimension(empty).note.find("--cache-mb"), std::string::npos);
+  EXPECT_FALSE(readCacheDimension(empty, FittedReads::WholeBurst, false).measured);
+  EXPECT_NE(readCacheDimension(empty, FittedReads::WholeBurst, false).note.find("--cache-mb"),
+            std::string::npos);
+}
+
+// A burst that never left its first epoch saw only first reads: the steady miss share is the
+// cache model's (budget / data set), marked cold, and the fit's is 1.
+TEST(ProfileGrid, ColdBurstsTakeTheSteadyMissShareFromTheCacheModel) {
+  const std::string dir = tl::testing::freshDir("profile_grid_cold");
+  std::ofstream(dir + "/metrics.jsonl")
+      << R"({"type":"epoch","epoch":0,"partial":true,"cache":{"hits":0,"misses":60,)"
+         R"("bytes_from_storage":600000,"bytes_from_cache":0,"storage_s":0.3,"samples":100,)"
+         R"("budget_bytes":)"
+      << 0.4 * 100 * (10000.0 + data::SampleCache::kEntryOverhead) << "}}\n";
+  const CacheDimension d = readCacheDimension(dir, FittedReads::SteadyWindow, false);
+  ASSERT_TRUE(d.measured) << d.note;
+  EXPECT_FALSE(d.warm);
+  EXPECT_NEAR(d.steadyMissShare, 0.6, 1e-9);
+  EXPECT_DOUBLE_EQ(d.cache.fittedMissShare, 1.0);
 }
 
 TEST(ProfileGrid, CsvAndHeatMap) {
@@ -134,6 +159,20 @@ TEST(ProfileGrid, CsvAndHeatMap) {
   for (size_t i = 0; i + 2 < png.rgb.size() && !green; i += 3)
     green = png.rgb[i] == 40 && png.rgb[i + 1] == 150 && png.rgb[i + 2] == 60;
   EXPECT_TRUE(green) << "the recommended cell is outlined";
+  // The check's mark sits in its own cell (2 workers: the second column of 170 px from x = 100;
+  // 4 MiB: the middle row of 125 px above y = 425), and nowhere else on the grid.
+  int inCell = 0, elsewhere = 0;
+  for (int y = 50; y < 425; ++y) {
+    for (int x = 100; x < 780; ++x) {
+      const size_t i = 3 * (size_t(y) * size_t(png.width) + size_t(x));
+      if (png.rgb[i] != 214 || png.rgb[i + 1] != 80 || png.rgb[i + 2] != 30) continue;
+      const bool mine = x >= 270 && x < 440 && y >= 175 && y < 300;
+      (mine ? inCell : elsewhere)++;
+    }
+  }
+  EXPECT_GT(inCell, 20) << "the check point is drawn in its cell";
+  EXPECT_EQ(elsewhere, 0);
+  EXPECT_GT(png.count(214, 80, 30), size_t(inCell)) << "and again in the legend under the grid";
 }
 
 }  // namespace

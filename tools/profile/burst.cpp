@@ -57,6 +57,15 @@ SteadyWindow windowAfterWarmup(const std::vector<StepRecord>& steps, int warmupS
   return w;
 }
 
+// The steps of the first epoch when a later epoch has begun (so the first is known to be
+// whole), else 0.
+int64_t firstEpochSteps(const std::vector<StepRecord>& steps) {
+  for (size_t i = 1; i < steps.size(); ++i) {
+    if (steps[i].epoch != steps[0].epoch) return int64_t(i);
+  }
+  return 0;
+}
+
 int leadingCount(const std::string& placement, int fallback) {
   try {
     return std::max(1, std::stoi(placement.substr(0, placement.find(','))));
@@ -73,7 +82,8 @@ const std::vector<std::string>& burstOwnedFlags() {
   return flags;
 }
 
-BurstMeasurement readBurst(const std::string& folder, int workers, int warmupSteps) {
+BurstMeasurement readBurst(const std::string& folder, int workers, int warmupSteps,
+                           bool skipFirstEpoch) {
   BurstMeasurement m;
   m.workers = workers;
   m.exitCode = 0;
@@ -91,8 +101,14 @@ BurstMeasurement readBurst(const std::string& folder, int workers, int warmupSte
   const int64_t batch = s.contains("config") ? s["config"].value("batch", int64_t(0)) : 0;
   const int64_t steps = s.value("steps", int64_t(0));
 
-  const SteadyWindow steady =
-      windowAfterWarmup(readStepRecords(joinPath(folder, "metrics.jsonl")), warmupSteps);
+  const std::vector<StepRecord> records = readStepRecords(joinPath(folder, "metrics.jsonl"));
+  m.firstEpochSteps = firstEpochSteps(records);
+  if (skipFirstEpoch && m.firstEpochSteps > 0 && m.firstEpochSteps < int64_t(records.size()) - 1) {
+    warmupSteps = std::max(warmupSteps, int(m.firstEpochSteps));
+    m.warm = true;
+  }
+  const SteadyWindow steady = windowAfterWarmup(records, warmupSteps);
+  m.warm = m.warm && steady.valid && batch > 0;
   if (steady.valid && batch > 0) {
     m.imagesPerSecond = double(steady.steps * batch * logical) / steady.seconds;
     m.waitShare = std::clamp(steady.waitSeconds / steady.seconds, 0.0, 1.0);
@@ -163,7 +179,7 @@ BurstMeasurement runBurst(const BurstSpec& spec, int workers, const std::string&
                           " (see ", log, ")");
     return failed;
   }
-  return readBurst(folder, workers, spec.warmupSteps);
+  return readBurst(folder, workers, spec.warmupSteps, spec.skipFirstEpoch);
 }
 
 }  // namespace tl::profile

@@ -19,6 +19,11 @@ struct BurstMeasurement {
   double imagesPerSecond = 0;
   double waitShare = 0;  // share of the training time spent waiting for data (rank 0)
   bool warmupExcluded = false;
+  // The steady window starts after the burst's first epoch (--cache-mb bursts ask for it): every
+  // read in it is a re-read, as in the steady state a cached job runs in. False when the burst
+  // ended within its first epoch (its figures are then cold) or did not ask.
+  bool warm = false;
+  int64_t firstEpochSteps = 0;  // steps of the first epoch; 0 when the burst never finished it
   // Rank 0's loader and device, when summary.json carries them ("loader", "compute_s") and
   // the burst had loader workers. The device's time is the steady window's time not spent
   // waiting for data when the warm-up could be left out, else compute_s.
@@ -30,8 +35,10 @@ struct BurstMeasurement {
 };
 
 // Reads a finished burst's output folder. `warmupSteps` first steps are left out of the rate
-// and the wait share when metrics.jsonl has later steps to measure.
-BurstMeasurement readBurst(const std::string& folder, int workers, int warmupSteps);
+// and the wait share when metrics.jsonl has later steps to measure; with `skipFirstEpoch`, the
+// whole first epoch too when the burst has steps after it (then `warm`).
+BurstMeasurement readBurst(const std::string& folder, int workers, int warmupSteps,
+                           bool skipFirstEpoch = false);
 
 struct BurstSpec {
   submit::MpirunOptions mpirun;
@@ -39,6 +46,7 @@ struct BurstSpec {
   std::vector<std::string> jobFlags;  // tl-launch flags of the job, without steps/workers/output
   int steps = 30;
   int warmupSteps = 2;
+  bool skipFirstEpoch = false;  // measure warm: leave the first epoch out (readBurst)
   std::string cpus;  // taskset CPU list; empty: no limit
   // How many interrupts (Ctrl-C) have arrived; each new one is forwarded to the running burst.
   std::function<int()> interrupts = [] { return 0; };

@@ -30,6 +30,39 @@ std::string number(const char* format, double v) {
   return buf;
 }
 
+const double kCheckColour[3] = {214 / 255.0, 80 / 255.0, 30 / 255.0};
+const double kRecommendColour[3] = {40 / 255.0, 150 / 255.0, 60 / 255.0};
+
+void checkMark(cairo_t* cr, double x, double y) {
+  cairo_set_source_rgb(cr, kCheckColour[0], kCheckColour[1], kCheckColour[2]);
+  cairo_arc(cr, x, y, 5, 0, 6.2832);
+  cairo_fill(cr);
+}
+
+void recommendBox(cairo_t* cr, double x, double y, double w, double h) {
+  cairo_set_source_rgb(cr, kRecommendColour[0], kRecommendColour[1], kRecommendColour[2]);
+  cairo_set_line_width(cr, 4);
+  cairo_rectangle(cr, x, y, w, h);
+  cairo_stroke(cr);
+}
+
+// The marks' legend, in one line centred at (cx, y).
+void legend(cairo_t* cr, double cx, double y) {
+  const std::string check = "check burst: measured images/s (warm; cold ones say so)";
+  const std::string recommended = "recommended (workers, cache)";
+  cairo_text_extents_t a, b;
+  cairo_text_extents(cr, check.c_str(), &a);
+  cairo_text_extents(cr, recommended.c_str(), &b);
+  double x = cx - (a.x_advance + b.x_advance + 70) / 2;
+  checkMark(cr, x + 5, y);
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  text(cr, x + 15, y, check, false);
+  x += 15 + a.x_advance + 25;
+  recommendBox(cr, x, y - 7, 20, 14);
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  text(cr, x + 28, y, recommended, false);
+}
+
 void draw(cairo_t* cr, const std::vector<GridCell>& cells, int recommended, int width,
           int height) {
   std::vector<int> workers;
@@ -44,14 +77,16 @@ void draw(cairo_t* cr, const std::vector<GridCell>& cells, int recommended, int 
   }
   std::sort(workers.begin(), workers.end());
   std::sort(cacheMb.begin(), cacheMb.end());
-  const double left = 100, right = width - 20, top = 60, bottom = height - 60;
+  const double left = 100, right = width - 20, top = 50, bottom = height - 75;
   const double cw = (right - left) / double(std::max<size_t>(1, workers.size()));
   const double ch = (bottom - top) / double(std::max<size_t>(1, cacheMb.size()));
   cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size(cr, 14);
   cairo_set_source_rgb(cr, 0, 0, 0);
   text(cr, width / 2.0, 25, "predicted images/s: loader workers x cache budget", true);
-  text(cr, width / 2.0, height - 20, "loader workers", true);
+  text(cr, width / 2.0, height - 45, "loader workers", true);
+  cairo_set_font_size(cr, 12);
+  legend(cr, width / 2.0, height - 18);
   for (size_t i = 0; i < cells.size(); ++i) {
     const GridCell& c = cells[i];
     const double col = double(std::find(workers.begin(), workers.end(), c.workers) - workers.begin());
@@ -61,21 +96,26 @@ void draw(cairo_t* cr, const std::vector<GridCell>& cells, int recommended, int 
     cairo_set_source_rgb(cr, 1 - 0.85 * share, 1 - 0.6 * share, 1 - 0.2 * share);
     cairo_rectangle(cr, x, y, cw, ch);
     cairo_fill(cr);
-    cairo_set_source_rgb(cr, share > 0.6 ? 1 : 0, share > 0.6 ? 1 : 0, share > 0.6 ? 1 : 0);
-    text(cr, x + cw / 2, y + ch / 2, number("%.0f", c.predicted), true);
-    if (c.measured >= 0) {
-      cairo_set_source_rgb(cr, 214 / 255.0, 80 / 255.0, 30 / 255.0);
-      cairo_arc(cr, x + 10, y + 10, 5, 0, 6.2832);
-      cairo_fill(cr);
+    const double ink = share > 0.6 ? 1 : 0;
+    cairo_set_source_rgb(cr, ink, ink, ink);
+    cairo_set_font_size(cr, 14);
+    const bool checked = c.measured >= 0;
+    text(cr, x + cw / 2, y + ch * (checked ? 0.33 : 0.5), number("%.0f", c.predicted), true);
+    if (checked) {  // the check's measurement in its own cell, under the prediction
+      cairo_set_font_size(cr, 12);
+      const std::string m = c.measured > 0
+                                ? number("%.0f", c.measured) + (c.measuredWarm ? "" : " cold")
+                                : std::string("failed");
+      cairo_text_extents_t e;
+      cairo_text_extents(cr, m.c_str(), &e);
+      checkMark(cr, x + cw / 2 - e.width / 2 - 9, y + ch * 0.7);
+      cairo_set_source_rgb(cr, ink, ink, ink);
+      text(cr, x + cw / 2 + 5, y + ch * 0.7, m, true);
     }
-    if (int(i) == recommended) {
-      cairo_set_source_rgb(cr, 40 / 255.0, 150 / 255.0, 60 / 255.0);
-      cairo_set_line_width(cr, 4);
-      cairo_rectangle(cr, x + 2, y + 2, cw - 4, ch - 4);
-      cairo_stroke(cr);
-    }
+    if (int(i) == recommended) recommendBox(cr, x + 2, y + 2, cw - 4, ch - 4);
   }
   cairo_set_source_rgb(cr, 0, 0, 0);
+  cairo_set_font_size(cr, 14);
   for (size_t k = 0; k < workers.size(); ++k)
     text(cr, left + (double(k) + 0.5) * cw, bottom + 15, std::to_string(workers[k]), true);
   for (size_t k = 0; k < cacheMb.size(); ++k)

@@ -1,7 +1,8 @@
 // tl-profile's 2-D picture: predicted images/s over loader workers (columns) x cache budget
 // (rows) as a heat map (light: slow, dark blue: fast) with each cell's value written in it,
-// the recommended cell outlined in green and the cells measured by check bursts marked with
-// an orange dot. Drawn with cairo and encoded as PNG.
+// the recommended cell outlined in green, and in each cell a check burst measured its measured
+// images/s under the prediction, marked with an orange dot; a legend under the axis names the
+// marks. Drawn with cairo and encoded as PNG.
 #pragma once
 
 #include <string>

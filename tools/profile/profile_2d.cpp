@@ -78,6 +78,13 @@ std::vector<double> defaultCacheGrid(double fullMb) {
 
 std::string cacheFlagValue(double mb) { return fixed(mb, 6); }
 
+std::string cacheLabel(double mb) {
+  std::string text = fixed(mb, 6);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.') text.pop_back();
+  return text;
+}
+
 CacheReport buildCacheReport(const ProfileResult& sweep, const CacheDimension& dimension,
                              double fullMb, const std::vector<double>& gridMb) {
   CacheReport r;
@@ -87,7 +94,7 @@ CacheReport buildCacheReport(const ProfileResult& sweep, const CacheDimension& d
   r.profile.dimension = dimension;
   int minW = std::numeric_limits<int>::max(), maxW = 0;
   for (const BurstMeasurement& b : sweep.bursts) {
-    if (!b.ok() || b.workers < 1) continue;
+    if (!b.ok()) continue;
     minW = std::min(minW, b.workers);
     maxW = std::max(maxW, b.workers);
     r.profile.perProcess = b.jobPerProcessRatio;
@@ -100,13 +107,32 @@ CacheReport buildCacheReport(const ProfileResult& sweep, const CacheDimension& d
   return r;
 }
 
-void addCheck(CacheReport& report, int workers, double cacheMb, double measured) {
-  report.checks.push_back(
-      {workers, cacheMb, report.profile.predict(workers, double(data::cacheMiB(cacheMb))), measured});
+void addCheck(CacheReport& report, int workers, double cacheMb, double measured, bool warm) {
+  report.checks.push_back({workers, cacheMb,
+                           report.profile.predict(workers, double(data::cacheMiB(cacheMb))),
+                           measured, warm});
   for (GridCell& c : report.cells) {
-    if (c.workers == workers && std::abs(c.cacheMb - cacheMb) < 1e-9) c.measured = measured;
+    if (c.workers == workers && std::abs(c.cacheMb - cacheMb) < 1e-9) {
+      c.measured = measured;
+      c.measuredWarm = warm;
+    }
   }
 }
+
+namespace {
+
+std::string missShareLine(const CacheDimension& d) {
+  std::string line =
+      "steady miss share at the full budget " + fixed(100 * d.steadyMissShare, 1) + "% ";
+  line += d.warm ? "(measured warm: the epochs after the first)"
+                 : "(COLD: the bursts ended within their first epoch, where every read misses; "
+                   "this share is the cache model's max(0, 1 - budget / data set), not measured: "
+                   "the data set is too large to measure warm in bursts this short)";
+  return line + "; worker model fitted at a miss share of " +
+         fixed(100 * d.cache.fittedMissShare, 1) + "%\n";
+}
+
+}  // namespace
 
 std::string cacheTable(const CacheReport& r) {
   std::string out;
@@ -117,8 +143,8 @@ std::string cacheTable(const CacheReport& r) {
   out += "memory dimension (at --cache-mb " + fixed(r.fullMb, 2) + "): data set " +
          fixed(d.cache.datasetBytes / 1048576.0, 2) + " MiB in the cache, " +
          fixed(d.cache.sampleBytes / 1024.0, 1) + " KiB a sample, storage " +
-         fixed(1 / d.cache.storageSecondsPerByte / 1048576.0, 1) + " MiB/s per worker, miss share " +
-         fixed(100 * d.cache.fittedMissShare, 1) + "% at the full budget\n";
+         fixed(1 / d.cache.storageSecondsPerByte / 1048576.0, 1) + " MiB/s per worker\n" +
+         missShareLine(d);
   if (r.cells.empty()) return out + "no grid (the worker model is not fitted)\n";
   std::vector<double> mbs;
   std::vector<int> ws;
@@ -144,6 +170,7 @@ std::string cacheTable(const CacheReport& r) {
   for (const GridCell& c : r.checks) {
     out += "check: " + std::to_string(c.workers) + " workers, " + fixed(c.cacheMb, 2) +
            " MiB: measured " + (c.measured > 0 ? fixed(c.measured, 1) : std::string("-")) +
+           (c.measured > 0 ? (c.measuredWarm ? " warm" : " COLD (within its first epoch)") : "") +
            ", predicted " + fixed(c.predicted, 1) +
            (c.measured > 0 ? " (" + fixed(100 * (c.predicted / c.measured - 1), 1) + "%)" : "") +
            "\n";
@@ -173,7 +200,9 @@ void writeCacheFiles(const CacheReport& r, const std::string& dir) {
   j["dataset_bytes"] = d.cache.datasetBytes;
   j["sample_bytes"] = d.cache.sampleBytes;
   j["storage_seconds_per_byte"] = d.cache.storageSecondsPerByte;
-  j["miss_share_at_full_budget"] = d.cache.fittedMissShare;
+  j["miss_share_at_full_budget"] = d.steadyMissShare;
+  j["miss_share_measured_warm"] = d.warm;  // false: the cache model's, the bursts were cold
+  j["fitted_miss_share"] = d.cache.fittedMissShare;
   j["tolerance"] = r.tolerance;
   if (r.recommended >= 0) {
     j["recommended_workers"] = r.cells[size_t(r.recommended)].workers;
@@ -184,7 +213,8 @@ void writeCacheFiles(const CacheReport& r, const std::string& dir) {
     checks.push_back({{"workers", c.workers},
                       {"cache_mb", c.cacheMb},
                       {"predicted", c.predicted},
-                      {"measured", c.measured}});
+                      {"measured", c.measured},
+                      {"measured_warm", c.measuredWarm}});
   }
   j["checks"] = checks;
   writeFileAtomic(joinPath(dir, "profile_2d.json"), j.dump(2) + "\n");

@@ -26,6 +26,8 @@ std::vector<double> parseCacheGrid(const std::string& text);
 std::vector<double> defaultCacheGrid(double fullMb);
 // The value tl-profile passes as --cache-mb (enough decimals for a few kB).
 std::string cacheFlagValue(double mb);
+// The same value without trailing zeros, for folder names: 0, 0.5, 1.25.
+std::string cacheLabel(double mb);
 
 struct CacheReport {
   GridProfile profile;
@@ -37,12 +39,14 @@ struct CacheReport {
 };
 
 // The grid from the sweep (its fit and job scale) and the cache figures of one of its bursts.
-// Workers: every w from the smallest to the largest swept w >= 1. No cells when the worker
-// model is not fitted or the memory dimension not measured.
+// Workers: every w from the smallest to the largest successful swept w (0 too when its burst
+// ran: loading on the training thread). No cells when the worker model is not fitted or the
+// memory dimension not measured.
 CacheReport buildCacheReport(const ProfileResult& sweep, const CacheDimension& dimension,
                              double fullMb, const std::vector<double>& gridMb);
-// Records a check burst: its measured rate goes into its grid cell when it has one.
-void addCheck(CacheReport& report, int workers, double cacheMb, double measured);
+// Records a check burst: its measured rate (warm: from the epochs after its first) goes into
+// its grid cell when it has one.
+void addCheck(CacheReport& report, int workers, double cacheMb, double measured, bool warm);
 
 std::string cacheTable(const CacheReport& report);
 // profile_2d.csv, profile_2d.json, profile_2d.png in `dir`.

@@ -10,30 +10,33 @@
 
 namespace tl::profile {
 
-CacheDimension readCacheDimension(const std::string& burstFolder) {
+CacheDimension readCacheDimension(const std::string& burstFolder, FittedReads reads,
+                                  bool windowWarm) {
   CacheDimension d;
   std::ifstream in(joinPath(burstFolder, "metrics.jsonl"));
-  double storageBytes = 0, storageSeconds = 0, servedBytes = 0, served = 0;
-  double laterMisses = 0, laterServed = 0, samples = 0;
+  double storageBytes = 0, storageSeconds = 0, servedBytes = 0, served = 0, misses = 0;
+  double laterMisses = 0, laterServed = 0, samples = 0, budget = 0;
   int epochs = 0;
   for (std::string line; std::getline(in, line);) {
     auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || j.value("type", "") != "epoch" || !j.contains("cache")) continue;
     const auto& c = j["cache"];
-    const double hits = c.value("hits", 0.0), misses = c.value("misses", 0.0);
+    const double epochHits = c.value("hits", 0.0), epochMisses = c.value("misses", 0.0);
     storageBytes += c.value("bytes_from_storage", 0.0);
     storageSeconds += c.value("storage_s", 0.0);
     servedBytes += c.value("bytes_from_storage", 0.0) + c.value("bytes_from_cache", 0.0);
-    served += hits + misses;
+    served += epochHits + epochMisses;
+    misses += epochMisses;
     samples = std::max(samples, c.value("samples", 0.0));
+    budget = std::max(budget, c.value("budget_bytes", 0.0));
     if (++epochs > 1) {
-      laterMisses += misses;
-      laterServed += hits + misses;
+      laterMisses += epochMisses;
+      laterServed += epochHits + epochMisses;
     }
   }
   if (epochs == 0 || served <= 0 || samples <= 0) {
     d.note = "no epoch record with cache figures in " + joinPath(burstFolder, "metrics.jsonl") +
-             " (the bursts need --cache-mb and at least one whole epoch)";
+             " (the bursts need --cache-mb)";
     return d;
   }
   if (storageBytes <= 0 || storageSeconds <= 0) {
@@ -45,8 +48,10 @@ CacheDimension readCacheDimension(const std::string& burstFolder) {
   d.cache.datasetBytes =
       samples * (d.cache.sampleBytes + double(data::SampleCache::kEntryOverhead));
   d.cache.storageSecondsPerByte = storageSeconds / storageBytes;
-  // One epoch only: the first, which reads everything from storage.
-  d.cache.fittedMissShare = laterServed > 0 ? laterMisses / laterServed : 1.0;
+  d.warm = laterServed > 0;
+  d.steadyMissShare = d.warm ? laterMisses / laterServed : d.cache.missShare(budget);
+  const bool steadyReads = reads == FittedReads::SteadyWindow && windowWarm && d.warm;
+  d.cache.fittedMissShare = steadyReads ? laterMisses / laterServed : misses / served;
   return d;
 }
 
@@ -89,14 +94,16 @@ int recommendCell(const std::vector<GridCell>& cells, double tolerance) {
 }
 
 std::string gridCsv(const std::vector<GridCell>& cells) {
-  std::string out = "workers,cache_mb,predicted_images_per_s,measured_images_per_s,error\n";
+  std::string out =
+      "workers,cache_mb,predicted_images_per_s,measured_images_per_s,error,measured_warm\n";
   char line[160];
   for (const GridCell& c : cells) {
     if (c.measured >= 0) {
-      std::snprintf(line, sizeof line, "%d,%.3f,%.2f,%.2f,%.4f\n", c.workers, c.cacheMb,
-                    c.predicted, c.measured, c.measured > 0 ? c.predicted / c.measured - 1 : 0.0);
+      std::snprintf(line, sizeof line, "%d,%.3f,%.2f,%.2f,%.4f,%d\n", c.workers, c.cacheMb,
+                    c.predicted, c.measured, c.measured > 0 ? c.predicted / c.measured - 1 : 0.0,
+                    c.measuredWarm ? 1 : 0);
     } else {
-      std::snprintf(line, sizeof line, "%d,%.3f,%.2f,,\n", c.workers, c.cacheMb, c.predicted);
+      std::snprintf(line, sizeof line, "%d,%.3f,%.2f,,,\n", c.workers, c.cacheMb, c.predicted);
     }
     out += line;
   }

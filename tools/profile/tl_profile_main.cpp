@@ -1,6 +1,7 @@
 // tl-profile: short bursts of one job over a sweep of loader workers, a fitted throughput
 // model, and the worker count to use.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -42,7 +43,9 @@ constexpr const char* kSummary =
     "cache budget: the sweep runs at --cache-mb M, the memory dimension is derived from the\n"
     "bursts' cache figures (miss share, storage speed; metrics.jsonl) and measured by check\n"
     "bursts at --cache-check points; DIR/profile_2d.csv/json/png hold the grid, and the\n"
-    "smallest (workers, cache) within --tolerance of the best is recommended.";
+    "smallest (workers, cache) within --tolerance of the best is recommended. Its bursts are\n"
+    "measured warm: their rate leaves out the first epoch (all first reads) when they run past\n"
+    "it; the output says which figures are warm and which cold.";
 
 void checkJobFlags(const std::vector<std::string>& jobFlags, bool twoDimensions) {
   TL_REQUIRE(!jobFlags.empty(),
@@ -69,7 +72,27 @@ int runCacheDimension(const tl::profile::BurstSpec& sweepSpec, const tl::profile
     if (b.ok() && (!largest || b.workers > largest->workers)) largest = &b;
   }
   if (!largest) return cli::kExitOk;  // nothing measured; the 1-D report said so
-  const auto dimension = profile::readCacheDimension(joinPath(out, "burst_" + std::to_string(largest->workers)));
+  const auto dimension = profile::readCacheDimension(
+      joinPath(out, "burst_" + std::to_string(largest->workers)),
+      sweep.fit.source == "loader measurements" ? profile::FittedReads::WholeBurst
+                                                : profile::FittedReads::SteadyWindow,
+      largest->warm);
+  if (dimension.measured && dimension.warm &&
+      std::abs(dimension.cache.fittedMissShare - dimension.steadyMissShare) > 0.01) {
+    std::printf(
+        "%s: the worker table above models the sweep at the miss share of the reads it "
+        "was fitted on (%.1f%%), while its measured rates are warm (%.1f%% misses): "
+        "compare them in the grid below, which is the steady state.\n",
+        kProgram, 100 * dimension.cache.fittedMissShare, 100 * dimension.steadyMissShare);
+  }
+  if (dimension.measured && !dimension.warm) {
+    std::printf(
+        "%s: the bursts measured the cache COLD: %d steps (%d left out as warm-up) ended "
+        "within the first epoch, so no sample was read twice; the steady state is derived "
+        "from the cache model only. To measure it warm, give --max-iterations above one "
+        "epoch's steps plus a few.\n",
+        kProgram, sweepSpec.steps, sweepSpec.warmupSteps);
+  }
   profile::CacheReport report = profile::buildCacheReport(sweep, dimension, cacheMb, grid);
   if (checks.empty() && sweep.recommended >= 0) {
     const int w = std::max(1, sweep.recommended);
@@ -78,14 +101,15 @@ int runCacheDimension(const tl::profile::BurstSpec& sweepSpec, const tl::profile
   for (const auto& check : checks) {
     profile::BurstSpec spec = sweepSpec;
     spec.jobFlags.back() = profile::cacheFlagValue(check.cacheMb);  // the value after --cache-mb
-    const std::string folder =
-        joinPath(out, "check_w" + std::to_string(check.workers) + "_cache" + profile::cacheFlagValue(check.cacheMb));
+    const std::string folder = joinPath(out, "check_w" + std::to_string(check.workers) + "_cache" +
+                                                 profile::cacheLabel(check.cacheMb));
     std::printf("%s: check burst with %d loader worker(s), --cache-mb %s -> %s\n", kProgram,
                 check.workers, profile::cacheFlagValue(check.cacheMb).c_str(), folder.c_str());
     std::fflush(stdout);
     const profile::BurstMeasurement m = profile::runBurst(spec, check.workers, folder);
     if (!m.ok()) std::printf("%s: check burst failed: %s\n", kProgram, m.note.c_str());
-    profile::addCheck(report, check.workers, check.cacheMb, m.ok() ? m.imagesPerSecond : -1);
+    profile::addCheck(report, check.workers, check.cacheMb, m.ok() ? m.imagesPerSecond : -1,
+                      m.warm);
     if (submit::interruptsReceived() > 0) {
       std::fprintf(stderr, "%s: interrupted; no 2-D profile written\n", kProgram);
       return cli::kExitInterrupted;
@@ -159,6 +183,9 @@ int runProfile(int argc, char** argv) {
   std::vector<profile::CacheCheck> checks = profile::parseCacheChecks(cacheCheckText);
   checkJobFlags(jobFlags, twoDimensions);
   if (twoDimensions) jobFlags.insert(jobFlags.end(), {"--cache-mb", profile::cacheFlagValue(cacheMb)});
+  // The 2-D profile describes the steady state: each burst's rate is measured after its first
+  // epoch (every read there is a first read, whatever the budget) when it gets that far.
+  spec.skipFirstEpoch = twoDimensions;
   TL_REQUIRE(fileExists(spec.mpirun.tlLaunch), "tl-launch not found at '", spec.mpirun.tlLaunch,
              "' (use --tl-launch)");
   spec.mpirun.extraMpiArgs = cli::splitBlanks(mpiArgs);
