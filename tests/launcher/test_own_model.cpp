@@ -2,6 +2,7 @@
 // (own_models.py), trained by tl-launch under real mpirun on synthetic CIFAR-format data.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -14,7 +15,7 @@ using tl::testing::freshDir;
 using tl::testing::runCommand;
 using tl::testing::slurp;
 
-std::string gData, gModels;
+std::string gData, gModels, gTokens;
 bool gNoTorch = false;
 
 std::string script() { return std::string(TL_SOURCE_DIR) + "/tests/launcher/own_models.py"; }
@@ -25,6 +26,10 @@ class OwnModel : public ::testing::Test {
     std::string error;
     gData = tl::testing::makeSyntheticCifar("own_model_data", 256, 64, 1, &error);
     ASSERT_EQ(error, "");
+    gTokens = freshDir("own_model_tokens");
+    auto t = runCommand(std::string(TL_DATA_BIN) + " tokens-synth --out " + gTokens + " --train 2000 --val 200 --vocab 32",
+                        60, gTokens);
+    ASSERT_EQ(t.exitCode, 0) << t.err;
     gModels = freshDir("own_model_modules");
     auto r = runCommand(std::string(TL_TORCH_PYTHON) + " " + script() + " export " + gModels, 300, gModels);
     gNoTorch = r.exitCode == 77;
@@ -42,6 +47,14 @@ class OwnModel : public ::testing::Test {
     const std::string cmd = (np > 0 ? tl::testing::mpirunPrefix(np) : std::string()) + TL_LAUNCH_BIN +
                             " --dataset cifar10 --data-dir " + gData +
                             " --batch 8 --log-every 0 --workers 1 --output-dir " + out + " " + flags;
+    return runCommand(cmd, 300, out);
+  }
+
+  // tl-launch of a loss-returning module on the token data (32 ids, 8 per sample).
+  static CommandResult launchTokens(int np, const std::string& out, const std::string& flags) {
+    const std::string cmd = (np > 0 ? tl::testing::mpirunPrefix(np) : std::string()) + TL_LAUNCH_BIN +
+                            " --dataset tokens --seq-len 8 --data-dir " + gTokens +
+                            " --model-returns loss --batch 4 --log-every 0 --workers 1 --output-dir " + out + " " + flags;
     return runCommand(cmd, 300, out);
   }
 
@@ -107,11 +120,53 @@ TEST_F(OwnModel, ReturnsLossTrainsAndSavesTorchScript) {
   const auto s = nlohmann::json::parse(slurp(out + "/summary.json"));
   EXPECT_GT(s.at("final_loss").get<double>(), 0.5);
   EXPECT_GT(s.at("test_loss").get<double>(), 0.5);
+  EXPECT_FALSE(s.contains("test_acc")) << "a module that returns its loss has no class scores to be accurate with";
+  EXPECT_FALSE(s.contains("train_acc"));
+  EXPECT_FALSE(s.contains("test_perplexity")) << "perplexity is for --dataset tokens";
   ASSERT_TRUE(std::filesystem::exists(out + "/m.torchscript.pt"));
   r = runCommand(std::string(TL_TORCH_PYTHON) + " " + script() + " verify " + out + "/m.torchscript.pt " + out +
                      "/m.pt",
                  120, out);
   EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+}
+
+// A language model on --dataset tokens is evaluated by its mean loss and perplexity; it has no
+// accuracy to report.
+TEST_F(OwnModel, TokenModelReportsLossAndPerplexityNotAccuracy) {
+  const std::string out = freshDir("own_model_gpt_eval");
+  auto r = launchTokens(2, out, "--model-file " + module("tiny_gpt.pt") + " --steps 4 --eval");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto s = nlohmann::json::parse(slurp(out + "/summary.json"));
+  const double loss = s.at("test_loss").get<double>();
+  EXPECT_GT(loss, 1.0) << "about log 32 for an untrained model";
+  ASSERT_TRUE(s.contains("test_perplexity")) << s.dump();
+  EXPECT_NEAR(s.at("test_perplexity").get<double>(), std::exp(loss), 1e-9 * std::exp(loss));
+  EXPECT_FALSE(s.contains("test_acc")) << s.dump();
+  EXPECT_FALSE(s.contains("train_acc")) << s.dump();
+  EXPECT_EQ(r.out.find("accuracy"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("accuracy"), std::string::npos) << r.err;
+}
+
+// Token ids the module cannot take: one line naming the module and the token file, exit 2,
+// before any step.
+TEST_F(OwnModel, TokenIdsBeyondTheModuleAreRefused) {
+  const std::string out = freshDir("own_model_gpt_vocab");
+  auto r = launchTokens(0, out, "--check --model-file " + module("gpt_vocab16.pt"));
+  EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("gpt_vocab16.pt"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(gTokens + "/train.npy' holds token id 31"), std::string::npos) << r.err;
+  EXPECT_EQ(tl::testing::countOccurrences(r.err, "\n"), 1) << r.err;
+  // A real launch refuses before its first step.
+  r = launchTokens(2, out, "--steps 2 --model-file " + module("gpt_vocab16.pt"));
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out + "/summary.json"));
+  // A negative id (an int32 file) is refused as the data are opened.
+  const std::string neg = freshDir("own_model_negative");
+  r = runCommand(std::string(TL_LAUNCH_BIN) + " --check --dataset tokens --seq-len 8 --data-dir " + module("negative_tokens") +
+                     " --model-returns loss --model-file " + module("tiny_gpt.pt"),
+                 120, neg);
+  EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("negative_tokens/train.npy': token 50 is -3"), std::string::npos) << r.err;
 }
 
 // Bad input: one line naming the file or flag, exit 2, before any step (--check runs the same).
