@@ -1,11 +1,18 @@
 // --model-file end to end: TorchScript modules exported by the system PyTorch
 // (own_models.py), trained by tl-launch under real mpirun on synthetic CIFAR-format data.
 #include <gtest/gtest.h>
+#include <signal.h>
+
+#include <map>
+#include <thread>
 
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/background_job.h"
+#include "tests/support/consistency_csv.h"
+#include "tests/support/rank_processes.h"
 #include "tests/support/run_command.h"
 
 namespace {
@@ -17,6 +24,10 @@ using tl::testing::slurp;
 
 std::string gData, gModels, gTokens;
 bool gNoTorch = false;
+
+std::string summarySha(const std::string& out) {
+  return nlohmann::json::parse(slurp(out + "/summary.json")).at("params_sha256");
+}
 
 std::string script() { return std::string(TL_SOURCE_DIR) + "/tests/launcher/own_models.py"; }
 
@@ -58,9 +69,7 @@ class OwnModel : public ::testing::Test {
     return runCommand(cmd, 300, out);
   }
 
-  static std::string sha(const std::string& out) {
-    return nlohmann::json::parse(slurp(out + "/summary.json")).at("params_sha256");
-  }
+  static std::string sha(const std::string& out) { return summarySha(out); }
 };
 
 // The consistency contract for a scripted model with BatchNorm and dropout: DDP (one EST per
@@ -96,6 +105,78 @@ TEST_F(OwnModel, SameBitsOnEveryPlacementAndAcrossACheckpointRestart) {
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.err.find("--model-file sha256:"), std::string::npos) << r.err;
   EXPECT_EQ(tl::testing::countOccurrences(r.err, "sha256:"), 2) << r.err;
+}
+
+// The consistency contract of a scripted model, end to end: a job of 4 ESTs (`job`: every flag
+// but the output folder) gives the bits of DDP mode (4 processes, one EST each) on placements
+// 3,1 and 2,2, across a checkpoint-restart (2 processes, then 1), through an in-place shrink
+// 2 -> 1 and grow 1 -> 2 (tl-ctl), and through a tl-run recovery from a SIGKILLed rank.
+void checkContract(const std::string& name, const std::string& job) {
+  const auto run = [&](int np, const std::string& out, const std::string& more) {
+    auto r = runCommand(tl::testing::mpirunPrefix(np) + TL_LAUNCH_BIN + job + " --output-dir " + out + more, 300, out);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    return r.exitCode == 0 ? summarySha(out) : std::string("failed");
+  };
+  const std::string ddp = run(4, freshDir(name + "_ddp"), " --control-bind none");
+  std::vector<std::pair<std::string, std::string>> cells = {{"ddp -np 4", ddp}};
+  cells.push_back({"-np 2, 3,1", run(2, freshDir(name + "_31"), " --placement 3,1")});
+  cells.push_back({"-np 2, 2,2", run(2, freshDir(name + "_22"), " --placement 2,2")});
+
+  const std::string first = freshDir(name + "_ck");
+  run(2, first, " --stop-at-step 5");
+  const std::string resumed = freshDir(name + "_resumed");
+  auto r = runCommand(tl::testing::mpirunPrefix(1) + TL_LAUNCH_BIN + " --resume " + first +
+                          "/checkpoint --log-every 0 --output-dir " + resumed,
+                      300, resumed);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  cells.push_back({"checkpoint at 5 on 2, resumed on 1", r.exitCode == 0 ? summarySha(resumed) : "failed"});
+
+  {
+    const std::string dir = freshDir(name + "_inplace");
+    const std::string out = dir + "/out";
+    tl::testing::BackgroundJob background(2, job + " --output-dir " + out, dir);
+    EXPECT_TRUE(background.waitForControl(out)) << background.log();
+    auto results = tl::testing::queueCommands({"rescale " + out + " --processes 1", "rescale " + out + " --processes 2"},
+                                              out, dir);
+    for (const auto& c : results) EXPECT_EQ(c.exitCode, 0) << c.out << c.err;
+    EXPECT_EQ(background.wait(), 0) << background.log();
+    EXPECT_EQ(tl::testing::rescaleEvents(out).size(), 2u) << "the job ended before both rescales";
+    cells.push_back({"in place 2 -> 1 -> 2 (tl-ctl)", summarySha(out)});
+  }
+
+  {
+    const std::string out = freshDir(name + "_recovery");
+    const std::string tlRun = std::string(TL_RUN_BIN) + " --np 2 --max-restarts 1 --hang-timeout 20 --mpirun " +
+                              TL_MPIEXEC + " --mpirun-args --oversubscribe --launch " + TL_LAUNCH_BIN + " --" + job +
+                              " --output-dir " + out;
+    CommandResult result;
+    std::thread supervised([&] { result = runCommand(tlRun, 300, freshDir(name + "_recovery_cmd")); });
+    EXPECT_TRUE(tl::testing::waitUntil(
+        [&] { return tl::testing::lastStep(out) >= 4 && tl::testing::rankProcesses(out).size() == 2; }, 120));
+    const auto pids = tl::testing::rankProcesses(out);
+    if (!pids.empty()) ::kill(pids.back(), SIGKILL);
+    supervised.join();
+    EXPECT_EQ(result.exitCode, 0) << result.err;
+    const auto s = nlohmann::json::parse(slurp(out + "/summary.json"));
+    EXPECT_EQ(s["recovery"]["recoveries"], 1) << "the kill came too late: the job had ended";
+    cells.push_back({"tl-run, a rank SIGKILLed: 2 -> 1", s["params_sha256"]});
+  }
+  for (const auto& [what, sha] : cells) EXPECT_EQ(sha, ddp) << name << ": " << what;
+  tl::testing::recordConsistencyCells(name, "exact", std::map<std::string, std::string>(cells.begin(), cells.end()));
+}
+
+// A scripted CNN with BatchNorm and dropout, on image data.
+TEST_F(OwnModel, ContractForAScriptedCnnWithBatchNormAndDropout) {
+  checkContract("own_contract_cnn", " --dataset cifar10 --data-dir " + gData + " --model-file " +
+                                        module("bn_dropout_cnn.pt") +
+                                        " --batch 8 --logical-workers 4 --steps 600 --seed 3 --log-every 0 --workers 1");
+}
+
+// examples/gpt's decoder at its smallest, a model that returns its loss, on token data.
+TEST_F(OwnModel, ContractForAScriptedGptOnTokens) {
+  checkContract("own_contract_gpt", " --dataset tokens --seq-len 8 --data-dir " + gTokens + " --model-returns loss" +
+                                        " --model-file " + module("tiny_gpt.pt") +
+                                        " --batch 4 --logical-workers 4 --steps 600 --seed 3 --log-every 0 --workers 1");
 }
 
 // The built-in cnn exported from its PyTorch definition, initialised as tl initialises it
