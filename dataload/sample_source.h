@@ -43,6 +43,13 @@ class SampleSource {
   // to `target`. `scratch` is the calling thread's own buffer.
   virtual void loadSample(int64_t epoch, int64_t index, void* input, void* target,
                           std::vector<uint8_t>& scratch) const = 0;
+  // Token data (--dataset tokens): the largest token id in the split and the file holding it,
+  // for the check that the model takes every id (model_check.h). max -1: not token ids.
+  struct TokenRange {
+    int64_t max = -1;
+    std::string file;
+  };
+  virtual TokenRange tokenRange() const { return {}; }
   // A hint that sample `index` is loaded next; changes no result.
   virtual void prefetch(int64_t index) const {}
 };

@@ -1,4 +1,5 @@
 // The "tokens" array dataset (array_dataset.h).
+#include <algorithm>
 #include <cstring>
 
 #include "common/check.h"
@@ -55,6 +56,15 @@ class TokensDataset : public SampleSource {
     TL_REQUIRE(samples_ > 0, "--seq-len ", seqLen_, " is longer than the data: '", tokens_.path,
                "' holds ", n, " tokens, and a sample needs ", seqLen_ + 1,
                " (its inputs and the next token)");
+    // One pass over the ids (the mapping is read, not copied): a negative id (int32, int64
+    // files) is refused here, one beyond the model's vocabulary by the trial forward.
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t id = tokenAt(tokens_, i);
+      TL_REQUIRE(id >= 0, "token file '", tokens_.path, "': token ", i, " is ", id,
+                 "; token ids are 0 or more");
+      range_.max = std::max(range_.max, id);
+    }
+    range_.file = tokens_.path;
     description_ = str("tokens ", split == Split::Train ? "train" : "val", ", ", samples_,
                        " samples of ", seqLen_, " tokens (", n, " ", dtypeName(tokens_.dtype),
                        " tokens), from ", dir);
@@ -65,6 +75,7 @@ class TokensDataset : public SampleSource {
   SampleSpec inputSpec() const override { return SampleSpec{ArrayDtype::Int64, {seqLen_}}; }
   SampleSpec targetSpec() const override { return SampleSpec{ArrayDtype::Int64, {seqLen_}}; }
   int numClasses() const override { return 0; }
+  TokenRange tokenRange() const override { return range_; }
 
   void loadSample(int64_t epoch, int64_t index, void* input, void* target,
                   std::vector<uint8_t>& scratch) const override {
@@ -85,6 +96,7 @@ class TokensDataset : public SampleSource {
   int64_t seqLen_;
   ArrayFile tokens_;
   int64_t samples_ = 0;
+  TokenRange range_;
   std::string description_;
 };
 

@@ -12,7 +12,10 @@ using Clock = EpochTimers::Clock;
 
 RunRecorder::RunRecorder(const JobConfig& config, const train::StepPlan& plan, train::MetricsLog& metrics,
                          Evaluate evaluate, int64_t firstStep)
-    : config_(config), plan_(plan), metrics_(metrics), evaluate_(std::move(evaluate)), firstStep_(firstStep) {}
+    : config_(config), plan_(plan), metrics_(metrics), evaluate_(std::move(evaluate)), firstStep_(firstStep) {
+  result_.hasAccuracy = !config.model.returnsLoss;
+  result_.hasPerplexity = config.model.returnsLoss && config.dataset == "tokens";
+}
 
 void RunRecorder::beginStep(int64_t epoch, Clock::time_point t0, bool lead) {
   if (epoch == currentEpoch_) return;
@@ -60,6 +63,8 @@ void RunRecorder::closeEpoch(bool partial, bool lead, bool collectives) {
   e.epoch = currentEpoch_;
   e.steps = epoch_.steps;
   e.partial = partial;
+  e.hasAccuracy = result_.hasAccuracy;
+  e.hasPerplexity = result_.hasPerplexity;
   e.dataWaitSeconds = epoch_.dataWait;
   e.computeSeconds = epoch_.compute;
   e.commSeconds = epoch_.comm;

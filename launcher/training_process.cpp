@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -179,7 +180,11 @@ int TrainingProcess::trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, con
     spdlog::info("{} {} steps in {:.1f} s, {:.1f} images/s, final loss {:.4f}{}",
                  policy_.stopped() ? "stopped after" : "done:", result.stepsThisRun, result.wallSeconds,
                  result.imagesPerSecond, result.finalLoss,
-                 result.evaluated ? tl::str(", test accuracy ", result.testAccuracy * 100, "%") : "");
+                 !result.evaluated  ? std::string()
+                 : result.hasAccuracy ? tl::str(", test accuracy ", result.testAccuracy * 100, "%")
+                 : result.hasPerplexity
+                     ? tl::str(", test loss ", result.testLoss, ", perplexity ", std::exp(result.testLoss))
+                     : tl::str(", test loss ", result.testLoss));
     spdlog::info("params_sha256 {}", result.paramsSha256);
     if (policy_.stopped() && !ending.checkpointDir.empty()) {
       std::printf("%s: checkpoint at step %lld written to %s; continue with: mpirun -np P %s --resume %s\n",

@@ -1,5 +1,6 @@
 #include "runtime/train/metrics.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -18,11 +19,12 @@ nlohmann::json toJson(const EpochSummary& e) {
                       {"comm_s", e.commSeconds},
                       {"total_s", e.totalSeconds},
                       {"loss", e.meanLoss},
-                      {"train_acc", e.trainAccuracy},
                       {"images_per_s", e.imagesPerSecond}};
+  if (e.hasAccuracy) j["train_acc"] = e.trainAccuracy;
   if (e.evaluated) {
     j["test_loss"] = e.testLoss;
-    j["test_acc"] = e.testAccuracy;
+    if (e.hasAccuracy) j["test_acc"] = e.testAccuracy;
+    if (e.hasPerplexity) j["test_perplexity"] = std::exp(e.testLoss);
   }
   return j;
 }
@@ -33,13 +35,16 @@ std::string epochTableHeader() {
 
 std::string epochTableRow(const EpochSummary& e) {
   char testAcc[16];
-  if (e.evaluated) std::snprintf(testAcc, sizeof testAcc, "%7.2f%%", 100.0 * e.testAccuracy);
+  char trainAcc[16];
+  if (e.evaluated && e.hasAccuracy) std::snprintf(testAcc, sizeof testAcc, "%7.2f%%", 100.0 * e.testAccuracy);
   else std::snprintf(testAcc, sizeof testAcc, "%8s", "-");
+  if (e.hasAccuracy) std::snprintf(trainAcc, sizeof trainAcc, "%8.2f%%", 100.0 * e.trainAccuracy);
+  else std::snprintf(trainAcc, sizeof trainAcc, "%9s", "-");
   char row[256];
-  std::snprintf(row, sizeof row, "%5lld%s %6lld  %11.2f  %9.2f  %7.2f  %7.2f  %8.4f  %8.2f%%  %s  %9.1f",
+  std::snprintf(row, sizeof row, "%5lld%s %6lld  %11.2f  %9.2f  %7.2f  %7.2f  %8.4f  %s  %s  %9.1f",
                 (long long)e.epoch, e.partial ? "*" : " ", (long long)e.steps, e.dataWaitSeconds,
-                e.computeSeconds, e.commSeconds, e.totalSeconds, e.meanLoss,
-                100.0 * e.trainAccuracy, testAcc, e.imagesPerSecond);
+                e.computeSeconds, e.commSeconds, e.totalSeconds, e.meanLoss, trainAcc, testAcc,
+                e.imagesPerSecond);
   return row;
 }
 

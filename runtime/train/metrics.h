@@ -25,6 +25,10 @@ struct EpochSummary {
   bool evaluated = false;
   double testLoss = 0;
   double testAccuracy = 0;
+  // What the model's output allows: accuracy only where it outputs class scores (not with
+  // --model-returns loss); perplexity (exp of the mean loss) where the data are tokens.
+  bool hasAccuracy = true;
+  bool hasPerplexity = false;
 };
 
 nlohmann::json toJson(const EpochSummary& e);

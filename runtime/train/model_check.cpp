@@ -59,8 +59,15 @@ void checkModelOnData(models::Model& model, const models::ModelConfig& config,
     KeepGenerator keep;
     at::NoGradGuard noGrad;
     model.eval();
+    // Token data are tried on ids 0 first, so that a failure of the real batch or of one of the
+    // data's largest id (as input and as target) can only be the ids: an id beyond the module's
+    // vocabulary would otherwise fail at some step of the run instead of here.
+    const data::SampleSource::TokenRange tokens = train.tokenRange();
+    const auto forward = [&](const at::Tensor& x, const at::Tensor& y) {
+      return model.returnsLoss() ? model.forwardLoss(x, y) : model.forward(x);
+    };
     try {
-      out = model.returnsLoss() ? model.forwardLoss(inputs, labels) : model.forward(inputs);
+      out = tokens.max >= 0 ? forward(at::zeros_like(inputs), at::zeros_like(labels)) : forward(inputs, labels);
     } catch (const InputError&) {
       model.train();
       throw;
@@ -69,6 +76,17 @@ void checkModelOnData(models::Model& model, const models::ModelConfig& config,
       inputError(what, ": ", models::forwardSignature(model), " does not accept the dataset's batch (inputs ",
                  describe(inputs), model.returnsLoss() ? tl::str(", targets ", describe(labels)) : "",
                  "); the module says: ", lastLine(e));
+    }
+    if (tokens.max >= 0) {
+      try {
+        out = forward(inputs, labels);
+        forward(at::full_like(inputs, tokens.max), at::full_like(labels, tokens.max));
+      } catch (const std::exception& e) {
+        model.train();
+        inputError(what, ": token file '", tokens.file, "' holds token id ", tokens.max,
+                   ", which the module does not take (is its vocabulary smaller than ", tokens.max + 1,
+                   "?); the module says: ", lastLine(e));
+      }
     }
     model.train();
   }
@@ -84,6 +102,9 @@ void checkModelOnData(models::Model& model, const models::ModelConfig& config,
   if (config.loss == "mse") return;
   const int classes = train.numClasses();
   const int64_t scores = out.dim() >= 2 ? out.size(-1) : 0;  // [B, C] or, per position, [B, ..., C]
+  const data::SampleSource::TokenRange tokens = train.tokenRange();
+  TL_REQUIRE(scores > tokens.max, what, ": token file '", tokens.file, "' holds token id ", tokens.max,
+             ", but forward returned ", describe(out), " (scores for ", scores, " tokens)");
   TL_REQUIRE(scores >= classes, what, ": labels out of range: the dataset has ", classes, " classes (labels 0 to ",
              classes - 1, "), but forward returned ", describe(out), " (scores for ", scores, " classes)");
 }

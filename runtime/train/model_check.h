@@ -13,7 +13,8 @@ namespace tl::train {
 // gradients, restoring the default generator's state afterwards (the job's bits do not
 // change). InputError naming --model-file when forward does not accept the batch (what the
 // module's forward takes, what the data gives, what the module said), returns a non-scalar with
-// --model-returns loss, or outputs fewer class scores than the dataset has classes.
+// --model-returns loss, outputs fewer class scores than the dataset has classes, or (token data)
+// does not take the largest token id of the data, naming the token file.
 // Does nothing for a built-in model.
 void checkModelOnData(models::Model& model, const models::ModelConfig& config,
                       const data::SampleSource& train, c10::Device device);

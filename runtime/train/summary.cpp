@@ -1,5 +1,7 @@
 #include "runtime/train/summary.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
@@ -15,11 +17,12 @@ nlohmann::json summaryJson(const TrainResult& r, const JobConfig& config, const 
   j["steps_this_run"] = r.stepsThisRun;
   j["epochs_completed"] = r.epochsCompleted;
   j["final_loss"] = r.finalLoss;
-  j["train_acc"] = r.trainAccuracy;
+  if (r.hasAccuracy) j["train_acc"] = r.trainAccuracy;  // a model that returns its loss has none
   if (r.evaluated) {
-    j["test_acc"] = r.testAccuracy;
+    if (r.hasAccuracy) j["test_acc"] = r.testAccuracy;
     j["test_loss"] = r.testLoss;
-  } else {
+    if (r.hasPerplexity) j["test_perplexity"] = std::exp(r.testLoss);
+  } else if (r.hasAccuracy) {
     j["test_acc"] = nullptr;
   }
   j["images_per_s"] = r.imagesPerSecond;

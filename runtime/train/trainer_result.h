@@ -23,6 +23,8 @@ struct TrainResult {
   bool evaluated = false;
   double testAccuracy = 0;
   double testLoss = 0;
+  bool hasAccuracy = true;     // false with --model-returns loss: there are no class scores
+  bool hasPerplexity = false;  // --dataset tokens: exp(mean loss) is reported
   double imagesPerSecond = 0;  // all workers together, over this run
   double wallSeconds = 0;
   std::string paramsSha256;

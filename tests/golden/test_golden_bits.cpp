@@ -1,5 +1,7 @@
 // Golden bits: small jobs whose params_sha256 were recorded at commit 74a0890, before the
-// job-definition/executor refactor. Any change of a job's bits fails here and has to be made
+// job-definition/executor refactor (the TorchScript jobs later, with Debian's PyTorch 1.13: their
+// modules are exported at test time with fixed seeds, so another PyTorch may initialise them
+// differently). Any change of a job's bits fails here and has to be made
 // on purpose (update the hash in the same commit and say why in its message).
 #include <gtest/gtest.h>
 
@@ -20,7 +22,8 @@ struct GoldenJob {
   std::string sha256;  // params_sha256 at 74a0890
 };
 
-std::string gCifarDir;
+std::string gCifarDir, gModelsDir, gTokensDir;
+bool gNoTorch = false;
 
 class GoldenBits : public ::testing::TestWithParam<GoldenJob> {
  protected:
@@ -28,6 +31,17 @@ class GoldenBits : public ::testing::TestWithParam<GoldenJob> {
     std::string error;
     gCifarDir = tl::testing::makeSyntheticCifar("golden_data", 256, 32, 7, &error);
     ASSERT_EQ(error, "");
+    // TorchScript jobs: modules exported by the system PyTorch with fixed seeds, token data.
+    gModelsDir = freshDir("golden_modules");
+    auto r = runCommand(std::string(TL_TORCH_PYTHON) + " " + TL_SOURCE_DIR + "/tests/launcher/own_models.py export " +
+                            gModelsDir,
+                        300, gModelsDir);
+    gNoTorch = r.exitCode == 77;
+    ASSERT_TRUE(r.exitCode == 0 || gNoTorch) << r.out << r.err;
+    gTokensDir = freshDir("golden_tokens");
+    r = runCommand(std::string(TL_DATA_BIN) + " tokens-synth --out " + gTokensDir + " --train 2000 --val 200 --vocab 32",
+                   60, gTokensDir);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
   }
 };
 
@@ -35,8 +49,12 @@ TEST_P(GoldenBits, ParamsSha256IsUnchanged) {
   const GoldenJob& job = GetParam();
   const std::string out = freshDir("golden_" + job.name);
   std::string flags = job.flags;
-  const std::string cifar = "@CIFAR@";
-  if (auto pos = flags.find(cifar); pos != std::string::npos) flags.replace(pos, cifar.size(), gCifarDir);
+  if (gNoTorch && flags.find("@MODELS@") != std::string::npos)
+    GTEST_SKIP() << TL_TORCH_PYTHON << " has no torch: cannot export TorchScript modules";
+  for (const auto& [key, dir] : {std::pair<std::string, std::string>{"@CIFAR@", gCifarDir},
+                                 {"@MODELS@", gModelsDir}, {"@TOKENS@", gTokensDir}}) {
+    if (auto pos = flags.find(key); pos != std::string::npos) flags.replace(pos, key.size(), dir);
+  }
   const std::string cmd = tl::testing::mpirunPrefix(job.processes) + TL_LAUNCH_BIN + " " + flags +
                           " --log-every 0 --output-dir " + out;
   auto r = runCommand(cmd, 300, out);
@@ -68,7 +86,17 @@ INSTANTIATE_TEST_SUITE_P(
         GoldenJob{"cnn_fp32_one_process", 1,
                   "--model cnn --dataset cifar10 --data-dir @CIFAR@ --batch 8 --steps 6 --seed 4 "
                   "--logical-workers 2 --reduction fp32",
-                  "982d61918e6e17d33011261a466f9e6e2351f3524858d283acf3b22f8f00e225"}),
+                  "982d61918e6e17d33011261a466f9e6e2351f3524858d283acf3b22f8f00e225"},
+        // TorchScript (own_models.py, recorded at own-model-2): a scripted CNN with BatchNorm and
+        // dropout, N = 4 on 3,1; examples/gpt's decoder at its smallest on tokens, N = 4 on 2,2.
+        GoldenJob{"torchscript_cnn_3_1", 2,
+                  "--model-file @MODELS@/bn_dropout_cnn.pt --dataset cifar10 --data-dir @CIFAR@ --batch 8 --steps 10 "
+                  "--seed 3 --logical-workers 4 --placement 3,1",
+                  "5e4fc9e0339d364db2c7c9c9eb8d741be855c25d1b0f5cfc395bce1298c14494"},
+        GoldenJob{"torchscript_gpt_tokens_2_2", 2,
+                  "--model-file @MODELS@/tiny_gpt.pt --model-returns loss --dataset tokens --seq-len 8 "
+                  "--data-dir @TOKENS@ --batch 4 --steps 10 --seed 3 --logical-workers 4 --placement 2,2",
+                  "8c921fe165ba6da7997669749d86d0e8a1e190a3d23d5e413dbe24486d8a107e"}),
     [](const ::testing::TestParamInfo<GoldenJob>& info) { return info.param.name; });
 
 }  // namespace

@@ -17,7 +17,9 @@ except ImportError:
     sys.exit(77)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench", "reference"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "gpt"))
 import ddp_models  # noqa: E402  (tl's built-in models in PyTorch)
+import model as gpt_model  # noqa: E402  (examples/gpt's decoder-only transformer)
 
 
 class BnDropoutCnn(nn.Module):
@@ -78,6 +80,17 @@ def export(out):
     torch.jit.script(NoParameters()).save(os.path.join(out, "no_parameters.pt"))
     torch.jit.script(FlatMnist()).save(os.path.join(out, "flat_mnist.pt"))
     torch.jit.script(BnDropoutCnn(classes=5)).save(os.path.join(out, "five_classes.pt"))
+    # examples/gpt's model at its smallest, for `tl-data tokens-synth --vocab 32` with
+    # --seq-len 8; and one whose vocabulary is too small for that data.
+    torch.manual_seed(4)
+    torch.jit.script(gpt_model.Gpt(32, context=8, width=16, layers=1, heads=2)).save(os.path.join(out, "tiny_gpt.pt"))
+    torch.jit.script(gpt_model.Gpt(16, context=8, width=16, layers=1, heads=2)).save(os.path.join(out, "gpt_vocab16.pt"))
+    # token data with a negative id (int32), which no embedding takes
+    import numpy as np
+    os.makedirs(os.path.join(out, "negative_tokens"), exist_ok=True)
+    ids = np.arange(100, dtype=np.int32) % 7
+    ids[50] = -3
+    np.save(os.path.join(out, "negative_tokens", "train.npy"), ids)
     torch.save(BnDropoutCnn().state_dict(), os.path.join(out, "state_dict.pt"))
     with open(os.path.join(out, "text.pt"), "w") as f:
         f.write("not a module\n")

@@ -1,10 +1,18 @@
 // --model-file end to end: TorchScript modules exported by the system PyTorch
 // (own_models.py), trained by tl-launch under real mpirun on synthetic CIFAR-format data.
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <map>
+#include <thread>
+
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/background_job.h"
+#include "tests/support/consistency_csv.h"
+#include "tests/support/rank_processes.h"
 #include "tests/support/run_command.h"
 
 namespace {
@@ -14,8 +22,12 @@ using tl::testing::freshDir;
 using tl::testing::runCommand;
 using tl::testing::slurp;
 
-std::string gData, gModels;
+std::string gData, gModels, gTokens;
 bool gNoTorch = false;
+
+std::string summarySha(const std::string& out) {
+  return nlohmann::json::parse(slurp(out + "/summary.json")).at("params_sha256");
+}
 
 std::string script() { return std::string(TL_SOURCE_DIR) + "/tests/launcher/own_models.py"; }
 
@@ -25,6 +37,10 @@ class OwnModel : public ::testing::Test {
     std::string error;
     gData = tl::testing::makeSyntheticCifar("own_model_data", 256, 64, 1, &error);
     ASSERT_EQ(error, "");
+    gTokens = freshDir("own_model_tokens");
+    auto t = runCommand(std::string(TL_DATA_BIN) + " tokens-synth --out " + gTokens + " --train 2000 --val 200 --vocab 32",
+                        60, gTokens);
+    ASSERT_EQ(t.exitCode, 0) << t.err;
     gModels = freshDir("own_model_modules");
     auto r = runCommand(std::string(TL_TORCH_PYTHON) + " " + script() + " export " + gModels, 300, gModels);
     gNoTorch = r.exitCode == 77;
@@ -45,9 +61,15 @@ class OwnModel : public ::testing::Test {
     return runCommand(cmd, 300, out);
   }
 
-  static std::string sha(const std::string& out) {
-    return nlohmann::json::parse(slurp(out + "/summary.json")).at("params_sha256");
+  // tl-launch of a loss-returning module on the token data (32 ids, 8 per sample).
+  static CommandResult launchTokens(int np, const std::string& out, const std::string& flags) {
+    const std::string cmd = (np > 0 ? tl::testing::mpirunPrefix(np) : std::string()) + TL_LAUNCH_BIN +
+                            " --dataset tokens --seq-len 8 --data-dir " + gTokens +
+                            " --model-returns loss --batch 4 --log-every 0 --workers 1 --output-dir " + out + " " + flags;
+    return runCommand(cmd, 300, out);
   }
+
+  static std::string sha(const std::string& out) { return summarySha(out); }
 };
 
 // The consistency contract for a scripted model with BatchNorm and dropout: DDP (one EST per
@@ -85,6 +107,78 @@ TEST_F(OwnModel, SameBitsOnEveryPlacementAndAcrossACheckpointRestart) {
   EXPECT_EQ(tl::testing::countOccurrences(r.err, "sha256:"), 2) << r.err;
 }
 
+// The consistency contract of a scripted model, end to end: a job of 4 ESTs (`job`: every flag
+// but the output folder) gives the bits of DDP mode (4 processes, one EST each) on placements
+// 3,1 and 2,2, across a checkpoint-restart (2 processes, then 1), through an in-place shrink
+// 2 -> 1 and grow 1 -> 2 (tl-ctl), and through a tl-run recovery from a SIGKILLed rank.
+void checkContract(const std::string& name, const std::string& job) {
+  const auto run = [&](int np, const std::string& out, const std::string& more) {
+    auto r = runCommand(tl::testing::mpirunPrefix(np) + TL_LAUNCH_BIN + job + " --output-dir " + out + more, 300, out);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    return r.exitCode == 0 ? summarySha(out) : std::string("failed");
+  };
+  const std::string ddp = run(4, freshDir(name + "_ddp"), " --control-bind none");
+  std::vector<std::pair<std::string, std::string>> cells = {{"ddp -np 4", ddp}};
+  cells.push_back({"-np 2, 3,1", run(2, freshDir(name + "_31"), " --placement 3,1")});
+  cells.push_back({"-np 2, 2,2", run(2, freshDir(name + "_22"), " --placement 2,2")});
+
+  const std::string first = freshDir(name + "_ck");
+  run(2, first, " --stop-at-step 5");
+  const std::string resumed = freshDir(name + "_resumed");
+  auto r = runCommand(tl::testing::mpirunPrefix(1) + TL_LAUNCH_BIN + " --resume " + first +
+                          "/checkpoint --log-every 0 --output-dir " + resumed,
+                      300, resumed);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  cells.push_back({"checkpoint at 5 on 2, resumed on 1", r.exitCode == 0 ? summarySha(resumed) : "failed"});
+
+  {
+    const std::string dir = freshDir(name + "_inplace");
+    const std::string out = dir + "/out";
+    tl::testing::BackgroundJob background(2, job + " --output-dir " + out, dir);
+    EXPECT_TRUE(background.waitForControl(out)) << background.log();
+    auto results = tl::testing::queueCommands({"rescale " + out + " --processes 1", "rescale " + out + " --processes 2"},
+                                              out, dir);
+    for (const auto& c : results) EXPECT_EQ(c.exitCode, 0) << c.out << c.err;
+    EXPECT_EQ(background.wait(), 0) << background.log();
+    EXPECT_EQ(tl::testing::rescaleEvents(out).size(), 2u) << "the job ended before both rescales";
+    cells.push_back({"in place 2 -> 1 -> 2 (tl-ctl)", summarySha(out)});
+  }
+
+  {
+    const std::string out = freshDir(name + "_recovery");
+    const std::string tlRun = std::string(TL_RUN_BIN) + " --np 2 --max-restarts 1 --hang-timeout 20 --mpirun " +
+                              TL_MPIEXEC + " --mpirun-args --oversubscribe --launch " + TL_LAUNCH_BIN + " --" + job +
+                              " --output-dir " + out;
+    CommandResult result;
+    std::thread supervised([&] { result = runCommand(tlRun, 300, freshDir(name + "_recovery_cmd")); });
+    EXPECT_TRUE(tl::testing::waitUntil(
+        [&] { return tl::testing::lastStep(out) >= 4 && tl::testing::rankProcesses(out).size() == 2; }, 120));
+    const auto pids = tl::testing::rankProcesses(out);
+    if (!pids.empty()) ::kill(pids.back(), SIGKILL);
+    supervised.join();
+    EXPECT_EQ(result.exitCode, 0) << result.err;
+    const auto s = nlohmann::json::parse(slurp(out + "/summary.json"));
+    EXPECT_EQ(s["recovery"]["recoveries"], 1) << "the kill came too late: the job had ended";
+    cells.push_back({"tl-run, a rank SIGKILLed: 2 -> 1", s["params_sha256"]});
+  }
+  for (const auto& [what, sha] : cells) EXPECT_EQ(sha, ddp) << name << ": " << what;
+  tl::testing::recordConsistencyCells(name, "exact", std::map<std::string, std::string>(cells.begin(), cells.end()));
+}
+
+// A scripted CNN with BatchNorm and dropout, on image data.
+TEST_F(OwnModel, ContractForAScriptedCnnWithBatchNormAndDropout) {
+  checkContract("own_contract_cnn", " --dataset cifar10 --data-dir " + gData + " --model-file " +
+                                        module("bn_dropout_cnn.pt") +
+                                        " --batch 8 --logical-workers 4 --steps 600 --seed 3 --log-every 0 --workers 1");
+}
+
+// examples/gpt's decoder at its smallest, a model that returns its loss, on token data.
+TEST_F(OwnModel, ContractForAScriptedGptOnTokens) {
+  checkContract("own_contract_gpt", " --dataset tokens --seq-len 8 --data-dir " + gTokens + " --model-returns loss" +
+                                        " --model-file " + module("tiny_gpt.pt") +
+                                        " --batch 4 --logical-workers 4 --steps 600 --seed 3 --log-every 0 --workers 1");
+}
+
 // The built-in cnn exported from its PyTorch definition, initialised as tl initialises it
 // under the same seed, trains to the same bits as --model cnn.
 TEST_F(OwnModel, ExportedBuiltinCnnMatchesModelCnn) {
@@ -107,11 +201,53 @@ TEST_F(OwnModel, ReturnsLossTrainsAndSavesTorchScript) {
   const auto s = nlohmann::json::parse(slurp(out + "/summary.json"));
   EXPECT_GT(s.at("final_loss").get<double>(), 0.5);
   EXPECT_GT(s.at("test_loss").get<double>(), 0.5);
+  EXPECT_FALSE(s.contains("test_acc")) << "a module that returns its loss has no class scores to be accurate with";
+  EXPECT_FALSE(s.contains("train_acc"));
+  EXPECT_FALSE(s.contains("test_perplexity")) << "perplexity is for --dataset tokens";
   ASSERT_TRUE(std::filesystem::exists(out + "/m.torchscript.pt"));
   r = runCommand(std::string(TL_TORCH_PYTHON) + " " + script() + " verify " + out + "/m.torchscript.pt " + out +
                      "/m.pt",
                  120, out);
   EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+}
+
+// A language model on --dataset tokens is evaluated by its mean loss and perplexity; it has no
+// accuracy to report.
+TEST_F(OwnModel, TokenModelReportsLossAndPerplexityNotAccuracy) {
+  const std::string out = freshDir("own_model_gpt_eval");
+  auto r = launchTokens(2, out, "--model-file " + module("tiny_gpt.pt") + " --steps 4 --eval");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto s = nlohmann::json::parse(slurp(out + "/summary.json"));
+  const double loss = s.at("test_loss").get<double>();
+  EXPECT_GT(loss, 1.0) << "about log 32 for an untrained model";
+  ASSERT_TRUE(s.contains("test_perplexity")) << s.dump();
+  EXPECT_NEAR(s.at("test_perplexity").get<double>(), std::exp(loss), 1e-9 * std::exp(loss));
+  EXPECT_FALSE(s.contains("test_acc")) << s.dump();
+  EXPECT_FALSE(s.contains("train_acc")) << s.dump();
+  EXPECT_EQ(r.out.find("accuracy"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("accuracy"), std::string::npos) << r.err;
+}
+
+// Token ids the module cannot take: one line naming the module and the token file, exit 2,
+// before any step.
+TEST_F(OwnModel, TokenIdsBeyondTheModuleAreRefused) {
+  const std::string out = freshDir("own_model_gpt_vocab");
+  auto r = launchTokens(0, out, "--check --model-file " + module("gpt_vocab16.pt"));
+  EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("gpt_vocab16.pt"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(gTokens + "/train.npy' holds token id 31"), std::string::npos) << r.err;
+  EXPECT_EQ(tl::testing::countOccurrences(r.err, "\n"), 1) << r.err;
+  // A real launch refuses before its first step.
+  r = launchTokens(2, out, "--steps 2 --model-file " + module("gpt_vocab16.pt"));
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out + "/summary.json"));
+  // A negative id (an int32 file) is refused as the data are opened.
+  const std::string neg = freshDir("own_model_negative");
+  r = runCommand(std::string(TL_LAUNCH_BIN) + " --check --dataset tokens --seq-len 8 --data-dir " + module("negative_tokens") +
+                     " --model-returns loss --model-file " + module("tiny_gpt.pt"),
+                 120, neg);
+  EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("negative_tokens/train.npy': token 50 is -3"), std::string::npos) << r.err;
 }
 
 // Bad input: one line naming the file or flag, exit 2, before any step (--check runs the same).

@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "tests/support/consistency_csv.h"
+#include "tests/support/rank_processes.h"
 #include "tests/support/run_command.h"
 
 namespace {
@@ -25,6 +26,10 @@ using tl::testing::freshDir;
 using tl::testing::runCommand;
 using tl::testing::slurp;
 using json = nlohmann::json;
+using tl::testing::lastStep;
+using tl::testing::rankProcesses;
+using tl::testing::records;
+using tl::testing::waitUntil;
 
 std::string gDataDir;
 constexpr int kSteps = 64;
@@ -44,46 +49,6 @@ std::string tlRun(int np, int maxRestarts, double hangTimeout, const std::string
 unsigned testSeed() {
   if (const char* s = std::getenv("TL_TEST_SEED")) return unsigned(std::stoul(s));
   return unsigned(std::random_device{}());
-}
-
-std::vector<json> records(const std::string& out, const std::string& type) {
-  std::vector<json> found;
-  std::ifstream in(out + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    if (line.find("\"type\":\"" + type + "\"") == std::string::npos) continue;
-    found.push_back(json::parse(line));
-  }
-  return found;
-}
-
-int64_t lastStep(const std::string& out) {
-  int64_t last = -1;
-  for (const json& r : records(out, "step")) last = std::max(last, r.value("step", int64_t(-1)));
-  return last;
-}
-
-// The tl-launch processes of the job writing to `out` (mpirun's children, not mpirun).
-std::vector<pid_t> rankProcesses(const std::string& out) {
-  std::vector<pid_t> pids;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string cmdline = slurp(entry.path().string() + "/cmdline");
-    const std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (argv0 == TL_LAUNCH_BIN && cmdline.find(out + " ") != std::string::npos) pids.push_back(pid_t(std::stoi(name)));
-  }
-  std::sort(pids.begin(), pids.end());
-  return pids;
-}
-
-bool waitUntil(const std::function<bool()>& done, double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
 }
 
 // Signals a random rank of the running launch once the job has passed `step` and runs on
