@@ -173,10 +173,12 @@ TEST_F(OwnModel, ContractForAScriptedCnnWithBatchNormAndDropout) {
 }
 
 // examples/gpt's decoder at its smallest, a model that returns its loss, on token data.
+// Its step is ~1 ms, so the job runs 2000 steps: with 600, under CI's load the job ended
+// before tl-ctl's grow (a new process starting libtorch) reached it.
 TEST_F(OwnModel, ContractForAScriptedGptOnTokens) {
   checkContract("own_contract_gpt", " --dataset tokens --seq-len 8 --data-dir " + gTokens + " --model-returns loss" +
                                         " --model-file " + module("tiny_gpt.pt") +
-                                        " --batch 4 --logical-workers 4 --steps 600 --seed 3 --log-every 0 --workers 1");
+                                        " --batch 4 --logical-workers 4 --steps 2000 --seed 3 --log-every 0 --workers 1");
 }
 
 // The built-in cnn exported from its PyTorch definition, initialised as tl initialises it
