@@ -137,6 +137,36 @@ TEST(JobTable, OptionalColumnErrors) {
             "jobs.csv:2: lr: expected a number, got 'fast'");
 }
 
+TEST(JobTable, ModelFileReplacesArchAndDepth) {
+  const std::string header =
+      "arch,depth,batch,workers,output_folder,port,submit_interval,cuda_device,model_file,"
+      "model_returns\n";
+  JobTable t = parse(header + ",,16,1,out/g,,0,,gpt.pt,loss\n,0,8,1,out/c,,0,,net.pt,\n");
+  ASSERT_TRUE(t.errors.empty()) << ::testing::PrintToString(t.errors);
+  EXPECT_EQ(t.jobs[0].modelFile, "gpt.pt");
+  EXPECT_EQ(t.jobs[0].modelReturns, "loss");
+  EXPECT_EQ(t.jobs[0].model, "");
+  EXPECT_EQ(t.jobs[1].modelReturns, "");
+  EXPECT_EQ(tlLaunchFlags(t.jobs[0]),
+            (std::vector<std::string>{"--model-file", "gpt.pt", "--model-returns", "loss",
+                                      "--batch", "16", "--workers", "1", "--output-dir", "out/g"}));
+  EXPECT_EQ(tlLaunchFlags(t.jobs[1]),
+            (std::vector<std::string>{"--model-file", "net.pt", "--batch", "8", "--workers", "1",
+                                      "--output-dir", "out/c"}));
+
+  EXPECT_EQ(onlyError(header + "cnn,,16,1,o,,0,,net.pt,\n"),
+            "jobs.csv:2: arch: give arch or model_file, not both (model_file is 'net.pt')");
+  EXPECT_EQ(onlyError(header + ",20,16,1,o,,0,,net.pt,\n"),
+            "jobs.csv:2: depth: applies to arch resnet only, not to model_file");
+  EXPECT_EQ(onlyError(header + ",,16,1,o,,0,,net.pt,scores\n"),
+            "jobs.csv:2: model_returns: expected logits or loss, got 'scores'");
+  EXPECT_EQ(onlyError(header + "cnn,,16,1,o,,0,,,loss\n"),
+            "jobs.csv:2: model_returns: applies to model_file only");
+  EXPECT_EQ(onlyError(header + ",,16,1,o,,0,,,\n")
+                .rfind("jobs.csv:2: arch: must not be empty (one of ", 0),
+            0u);
+}
+
 TEST(JobTable, HeaderErrors) {
   EXPECT_EQ(
       onlyError("arch,depth,batch,workers,output_folder,port,submit_interval\ncnn,,1,1,o,,0\n"),

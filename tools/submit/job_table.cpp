@@ -12,8 +12,8 @@
 #include "common/check.h"
 #include "common/files.h"
 #include "dataload/dataset.h"
-#include "tools/submit/csv.h"
 #include "runtime/models/model_names.h"
+#include "tools/submit/csv.h"
 
 namespace tl::submit {
 namespace {
@@ -130,7 +130,25 @@ SubmitJob jobFromRow(const std::map<std::string, std::string>& row,
     return it == row.end() ? std::string() : it->second;
   };
   SubmitJob job;
-  setModel(job, get("arch"), get("depth"));
+  job.modelFile = get("model_file");
+  job.modelReturns = get("model_returns");
+  if (!job.modelFile.empty()) {
+    // A TorchScript module replaces the built-in architecture: the two are exclusive.
+    if (!get("arch").empty())
+      rowError("arch", "give arch or model_file, not both (model_file is '" + job.modelFile + "')");
+    if (!get("depth").empty() && get("depth") != "0")
+      rowError("depth", "applies to arch resnet only, not to model_file");
+  } else {
+    if (get("arch").empty()) {
+      rowError("arch", "must not be empty (one of " + joined(models::knownModelNames()) +
+                           "), unless model_file names a TorchScript module");
+    }
+    setModel(job, get("arch"), get("depth"));
+  }
+  if (!job.modelReturns.empty() && job.modelReturns != "logits" && job.modelReturns != "loss")
+    rowError("model_returns", "expected logits or loss, got '" + job.modelReturns + "'");
+  if (!job.modelReturns.empty() && job.modelFile.empty())
+    rowError("model_returns", "applies to model_file only");
   job.batch = int(intField("batch", get("batch"), 1, 1 << 24));
   const std::string workers = get("workers");
   if (workers == "auto") {
@@ -236,10 +254,11 @@ const std::vector<std::string>& requiredColumns() {
 }
 
 const std::vector<std::string>& optionalColumns() {
-  static const std::vector<std::string> columns = {"name",    "processes", "logical_workers",
-                                                   "dataset", "data_dir",  "steps",
-                                                   "epochs",  "device",    "lr",
-                                                   "seed",    "extra"};
+  static const std::vector<std::string> columns = {"name",    "processes",  "logical_workers",
+                                                   "dataset", "data_dir",   "steps",
+                                                   "epochs",  "device",     "lr",
+                                                   "seed",    "model_file", "model_returns",
+                                                   "extra"};
   return columns;
 }
 

@@ -2,7 +2,7 @@
 //
 // Required columns: arch, depth, batch, workers, output_folder, port, submit_interval,
 // cuda_device. Optional: name, processes, logical_workers, dataset, data_dir, steps, epochs,
-// device, lr, seed, extra. tools/submit/README.md says what each means.
+// device, lr, seed, model_file, model_returns, extra. tools/submit/README.md says what each means.
 #pragma once
 
 #include <string>
@@ -11,10 +11,12 @@
 namespace tl::submit {
 
 struct SubmitJob {
-  int line = 0;       // line of the CSV the row starts on
-  std::string name;   // report label; default: the output folder's last component
-  std::string model;  // tl-launch --model
-  int depth = 0;      // tl-launch --depth (resnet only); 0: none
+  int line = 0;              // line of the CSV the row starts on
+  std::string name;          // report label; default: the output folder's last component
+  std::string model;         // tl-launch --model; empty with modelFile
+  std::string modelFile;     // tl-launch --model-file (a TorchScript module); empty: model
+  std::string modelReturns;  // tl-launch --model-returns (logits|loss); empty: not given
+  int depth = 0;             // tl-launch --depth (resnet only); 0: none
   int batch = 0;
   bool autoWorkers = false;  // workers = auto: the node coordinator sizes the loader pool
   int workers = 0;

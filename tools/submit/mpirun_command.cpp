@@ -10,7 +10,13 @@
 namespace tl::submit {
 
 std::vector<std::string> tlLaunchFlags(const SubmitJob& job) {
-  std::vector<std::string> f = {"--model", job.model};
+  std::vector<std::string> f;
+  if (job.modelFile.empty()) {
+    f = {"--model", job.model};
+  } else {
+    f = {"--model-file", job.modelFile};
+    if (!job.modelReturns.empty()) f.insert(f.end(), {"--model-returns", job.modelReturns});
+  }
   if (job.depth > 0) f.insert(f.end(), {"--depth", std::to_string(job.depth)});
   f.insert(f.end(), {"--batch", std::to_string(job.batch)});
   f.insert(f.end(), {"--workers", job.autoWorkers ? "auto" : std::to_string(job.workers)});
@@ -40,7 +46,8 @@ std::vector<std::string> mpirunArgv(const MpirunOptions& options, int processes,
   if (port > 0) {
     // The job's ranks listen for TCP peers only in [port, port + range): concurrent jobs with
     // disjoint ranges cannot race for the same port, and firewalls can open exactly these.
-    c.mca = {{"btl_tcp_port_min_v4", std::to_string(port)}, {"btl_tcp_port_range_v4", std::to_string(options.portRange)}};
+    c.mca = {{"btl_tcp_port_min_v4", std::to_string(port)},
+             {"btl_tcp_port_range_v4", std::to_string(options.portRange)}};
   }
   if (exportCudaDevices) c.exportEnv.push_back("CUDA_VISIBLE_DEVICES");
   c.extraArgs = options.extraMpiArgs;
