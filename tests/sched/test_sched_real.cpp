@@ -83,6 +83,10 @@ TEST(RealCommands, LaunchGrowAndShrinkCommandLines) {
             (std::vector<std::string>{"CTL", "rescale", "D", "--remove-ranks", "1,2"}));
   EXPECT_THROW(shrinkArgv(s, "D", {0}), Error);  // rank 0 never leaves
   EXPECT_THROW(launchArgv(s, j, {"fast", 2, 1}, 3, "D"), Error);  // more than max_gpus
+  j.model = "models/net.pt";  // a TorchScript file
+  const auto file = launchArgv(s, j, {"fast", 2, 1}, 1, "D");
+  EXPECT_EQ(std::vector<std::string>(file.begin() + 6, file.begin() + 9),
+            (std::vector<std::string>{"TL", "--model-file", "models/net.pt"}));
 }
 
 TEST(RealCommands, PoliciesAndTracesTlSchedCannotRun) {

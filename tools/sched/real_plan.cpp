@@ -35,8 +35,11 @@ std::vector<std::string> launchArgv(const RealJobSettings& s, const JobSpec& job
   c.processes = processes;
   c.tlLaunch = s.tlLaunch;
   std::vector<std::string>& a = c.launchFlags;
-  a = {"--model", job.model, "--logical-workers", std::to_string(job.logicalWorkers()), "--batch",
-       std::to_string(s.batch), "--steps", std::to_string(stepsOf(job, s.batch))};
+  // A trace's model is a built-in architecture, or a TorchScript file (a name ending in .pt).
+  const bool scripted = job.model.size() > 3 && job.model.compare(job.model.size() - 3, 3, ".pt") == 0;
+  a = {scripted ? "--model-file" : "--model", job.model, "--logical-workers",
+       std::to_string(job.logicalWorkers()), "--batch", std::to_string(s.batch), "--steps",
+       std::to_string(stepsOf(job, s.batch))};
   if (kind.slowdown != 1) {
     // One factor per process; processes a grow starts take the last one (the same kind).
     std::string f;

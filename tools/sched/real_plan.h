@@ -31,7 +31,8 @@ struct RealJobSettings {
 int64_t stepsOf(const JobSpec& job, int batch);
 
 // `mpirun --oversubscribe -np P tl-launch --model M --logical-workers N --batch B --steps S
-//  [--emulate-slowdown F,..] <launchFlags> --output-dir DIR`.
+//  [--emulate-slowdown F,..] <launchFlags> --output-dir DIR`; a model ending in `.pt` is a
+//  TorchScript file: `--model-file M`.
 std::vector<std::string> launchArgv(const RealJobSettings& s, const JobSpec& job,
                                     const SlotKind& kind, int processes, const std::string& dir);
 // `tl-ctl rescale DIR --processes P` (grow: the new processes start on this machine).
