@@ -7,7 +7,8 @@
 # 77 (CTest's SKIP_RETURN_CODE) when namespaces cannot be made here, with the reason.
 #
 #   bits       DDP on one host = DDP on two hosts = placements 3,1 and 2,2 over two hosts and
-#              1,1,2 over three; a checkpoint of a two-host job resumed on one host and on three
+#              1,1,2 over three = 2,2 over two hosts with links shaped to 1 Gbit/s; a checkpoint
+#              of a two-host job resumed on one host and on three
 #   loaders    two --workers auto jobs sharing two hosts: each rank registers with the loader
 #              coordinator of its own host, and each host's coordinator balances both jobs
 #   inplace    tl-ctl from other hosts (control address bound to rank 0's host address): local
@@ -103,6 +104,15 @@ case_bits() {
   expect_eq "placement 2,2 over two hosts = DDP" "$(sha "$WORK/p22")" "$ref"
   job "$WORK/p112" --host h1:1,h2:1,h3:1 -np 3 -- "${J[@]}" --placement 1,1,2
   expect_eq "placement 1,1,2 over three hosts = DDP" "$(sha "$WORK/p112")" "$ref"
+
+  # Links shaped to 1 Gbit/s (tc tbf on every veth end): slower, the same bits.
+  "$NSC" shape 1gbit || fail "nscluster.sh shape 1gbit"
+  local qdisc
+  qdisc=$(ip netns exec "$NSC_PREFIX-h1" tc qdisc show dev eth0)
+  [[ $qdisc == *"tbf"*"rate 1Gbit"* ]] && pass "h1's link shaped: $qdisc" || fail "h1's link not shaped: $qdisc"
+  job "$WORK/p22_1gbit" --host h1:1,h2:1 -np 2 -- "${J[@]}" --placement 2,2
+  expect_eq "placement 2,2 over two hosts linked at 1 Gbit/s = DDP" "$(sha "$WORK/p22_1gbit")" "$ref"
+  "$NSC" shape off || fail "nscluster.sh shape off"
 
   # Checkpoint at step 6 on two hosts; resume on one (a host that did not run the job) and on three.
   job "$WORK/ckpt_2hosts" --host h1:1,h2:1 -np 2 -- "${J[@]}" --stop-at-step 6 --checkpoint-dir "$WORK/ckpt"

@@ -19,6 +19,9 @@
 #                                         --bind-to none (the hosts share this machine's cores)
 #   nscluster.sh agent HOST CMD...        Open MPI's plm_rsh_agent: CMD (a shell line) on HOST
 #   nscluster.sh link-down HOST | link-up HOST    pull or plug HOST's cable
+#   nscluster.sh shape RATE | shape off   limit every host's link (head included) to RATE in
+#                                         both directions (tc tbf on both veth ends; RATE in
+#                                         tc's units: 1gbit, 10gbit, 500mbit), or remove it
 #   nscluster.sh addr HOST                the host's address
 #   nscluster.sh reap                     remove clusters of runs whose owner is gone
 #
@@ -195,6 +198,36 @@ link() {
   ip -n "$(ns_of switch)" link set "$h" "$state"
 }
 
+# Rate limits with tc's token bucket filter on both ends of every host's veth: eth0 inside the
+# host shapes what it sends, the switch-side end what it receives, as a full-duplex link of that
+# rate would. This kernel has no netem: no delay is added (latency stays veth's), and tbf's
+# "latency" only bounds its queue. The bucket holds 10 ms of traffic (at least 64 KiB), enough
+# for the kernel's timer granularity at these rates.
+shape() {
+  local rate=${1:-}
+  need_prefix
+  local sw h
+  sw=$(ns_of switch)
+  if [[ $rate == off ]]; then
+    for h in $(hosts_of); do
+      ip netns exec "$(ns_of "$h")" tc qdisc del dev eth0 root 2>/dev/null || true
+      ip netns exec "$sw" tc qdisc del dev "$h" root 2>/dev/null || true
+    done
+    return
+  fi
+  [[ "$rate" =~ ^([1-9][0-9]*)(kbit|mbit|gbit)$ ]] ||
+    die "shape: RATE must be a whole number with kbit, mbit or gbit (e.g. 1gbit, 500mbit) or 'off', got '${rate}'"
+  local n=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]} bps
+  case $unit in kbit) bps=$((n * 1000)) ;; mbit) bps=$((n * 1000000)) ;; gbit) bps=$((n * 1000000000)) ;; esac
+  ((bps <= 100000000000)) || die "shape: RATE must be at most 100gbit, got '$rate'"
+  local burst=$((bps / 8 / 100))
+  ((burst >= 65536)) || burst=65536
+  for h in $(hosts_of); do
+    ip netns exec "$(ns_of "$h")" tc qdisc replace dev eth0 root tbf rate "$rate" burst "$burst" latency 100ms
+    ip netns exec "$sw" tc qdisc replace dev "$h" root tbf rate "$rate" burst "$burst" latency 100ms
+  done
+}
+
 cluster_mpirun() {
   need_prefix
   export NSC_PREFIX
@@ -220,5 +253,6 @@ case "$cmd" in
   link-down) [[ $# -eq 1 ]] || die "link-down HOST"; link "$1" down ;;
   link-up) [[ $# -eq 1 ]] || die "link-up HOST"; link "$1" up ;;
   addr) [[ $# -eq 1 ]] || die "addr HOST"; addr_of "$1" ;;
-  *) die "usage: nscluster.sh check|up K|down|reap|exec HOST CMD...|mpirun ARGS...|agent HOST CMD|link-down HOST|link-up HOST|addr HOST" ;;
+  shape) [[ $# -eq 1 ]] || die "shape RATE|off (e.g. 1gbit)"; shape "$1" ;;
+  *) die "usage: nscluster.sh check|up K|down|reap|exec HOST CMD...|mpirun ARGS...|agent HOST CMD|link-down HOST|link-up HOST|shape RATE|off|addr HOST" ;;
 esac
