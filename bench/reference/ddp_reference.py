@@ -15,6 +15,15 @@ tl's exact reduction computes.
 OUT/AVERAGING/steps.csv (step,epoch,loss,acc; the loss is the mean over all ranks' samples) and
 OUT/AVERAGING/summary.json (params_sha256 over the state dict in order, as tl's summary.json
 has it). Run with /usr/bin/python3 (Debian's python3-torch).
+
+Your own model (tl-launch --model-file FILE): --model-file loads the same TorchScript file tl
+loads (torch.jit.load; its weights are the initial ones, no --init), and runs it as tl does, with
+the graph executor's optimisations off (runtime/models/torchscript_model.cpp), so autograd
+records the ops eager PyTorch would. --model-returns loss calls forward(inputs, targets) for
+the loss; otherwise --loss (cross-entropy, tl's default; nll; mse) scores forward's output as
+runtime/train/model_loss.cpp does. --dataset tokens --seq-len L reads tl's token windows
+(ddp_data.py). --optimizer adam|adamw are torch.optim.Adam/AdamW (single-tensor, as tl's
+runtime/optim/adam.cpp follows them) with tl's --beta1/--beta2/--eps/--weight-decay.
 """
 import argparse
 import hashlib
@@ -40,22 +49,32 @@ def mix_seed(seed, rank):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", required=True, choices=["cnn", "resnet", "resnet18"])
+    p.add_argument("--model", choices=["cnn", "resnet", "resnet18"], help="a built-in architecture")
+    p.add_argument("--model-file", help="a TorchScript module, as tl-launch --model-file")
+    p.add_argument("--model-returns", default="logits", choices=["logits", "loss"],
+                   help="--model-file: forward(x) returns class scores, or forward(x, y) its own loss")
+    p.add_argument("--loss", default="cross-entropy", choices=["cross-entropy", "nll", "mse"])
     p.add_argument("--depth", type=int, default=20)
     p.add_argument("--no-batchnorm", action="store_true")
     p.add_argument("--dropout", type=float, default=-1)
-    p.add_argument("--dataset", required=True, choices=["fashion-mnist", "mnist", "cifar10", "tensors"])
+    p.add_argument("--dataset", required=True, choices=["fashion-mnist", "mnist", "cifar10", "tensors", "tokens"])
     p.add_argument("--data-dir", required=True)
-    p.add_argument("--init", required=True, help="tl's initial state dict (--steps 0 --save-model)")
+    p.add_argument("--seq-len", type=int, default=0, help="tokens: tokens per sample, as tl's --seq-len")
+    p.add_argument("--token-dtype", choices=["uint16", "uint32"],
+                   help="tokens: read raw train.bin of this width, as tl's --token-dtype")
+    p.add_argument("--init", help="tl's initial state dict (--steps 0 --save-model); not with --model-file")
     p.add_argument("--ranks", type=int, required=True)
     p.add_argument("--batch", type=int, required=True, help="per rank, as tl's --batch")
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--optimizer", default="sgd", choices=["sgd", "nesterov"])
+    p.add_argument("--optimizer", default="sgd", choices=["sgd", "nesterov", "adam", "adamw"])
     p.add_argument("--lr", type=float, required=True)
     p.add_argument("--momentum", type=float, default=0.0)
     p.add_argument("--dampening", type=float, default=0.0)
-    p.add_argument("--weight-decay", type=float, default=0.0)
+    p.add_argument("--weight-decay", type=float, default=0.0, help="decoupled for adamw, as tl's")
+    p.add_argument("--beta1", type=float, default=0.9)
+    p.add_argument("--beta2", type=float, default=0.999)
+    p.add_argument("--eps", type=float, default=-1, help="negative: 1e-8, tl's (and PyTorch's) Adam default")
     p.add_argument("--threads", type=int, required=True, help="tl's --compute-threads")
     p.add_argument("--drop-last", action="store_true", help="tl's --drop-last")
     p.add_argument("--averaging", required=True, help="exact, stock, or both: exact,stock")
@@ -70,8 +89,32 @@ def parse_args(argv):
             p.error("--%s must be at least 1, got %d" % (name, getattr(a, name)))
     if a.steps < 0:
         p.error("--steps must not be negative, got %d" % a.steps)
-    if not os.path.isfile(a.init):
-        p.error("--init: no file '%s'" % a.init)
+    if (a.model is None) == (a.model_file is None):
+        p.error("give exactly one of --model (a built-in architecture) and --model-file (TorchScript)")
+    if a.model_file is not None:
+        if not os.path.isfile(a.model_file):
+            p.error("--model-file: no file '%s'" % a.model_file)
+        if a.init is not None:
+            p.error("--init: a --model-file's initial weights are its own (the file tl loads)")
+    else:
+        if a.init is None:
+            p.error("--init is required with --model (tl's --steps 0 --save-model state dict)")
+        if not os.path.isfile(a.init):
+            p.error("--init: no file '%s'" % a.init)
+        if a.model_returns != "logits" or a.loss != "cross-entropy":
+            p.error("--model-returns and --loss apply to --model-file (the built-in models use cross-entropy)")
+        if a.dataset == "tokens":
+            p.error("--dataset tokens needs --model-file (no built-in model reads tokens)")
+    if a.dataset == "tokens" and a.seq_len < 1:
+        p.error("--seq-len: --dataset tokens needs the tokens per sample (1 or more), got %d" % a.seq_len)
+    if a.dataset != "tokens" and (a.seq_len or a.token_dtype):
+        p.error("--seq-len and --token-dtype apply to --dataset tokens")
+    if a.optimizer in ("adam", "adamw"):
+        for name in ("beta1", "beta2"):
+            if not 0 <= getattr(a, name) < 1:
+                p.error("--%s must be in [0, 1), got %r" % (name, getattr(a, name)))
+        if a.eps < 0:
+            a.eps = 1e-8
     return a
 
 
@@ -106,30 +149,78 @@ def train_rank(rank, args, port):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group("gloo", rank=rank, world_size=args.ranks)
-    images, labels, shape = ddp_data.load(args.dataset, args.data_dir)
+    if args.dataset == "tokens":
+        data, shape = ddp_data.load_tokens(args.data_dir, args.seq_len, args.token_dtype), None
+    else:
+        from torch.utils.data import TensorDataset
+        images, labels, shape = ddp_data.load(args.dataset, args.data_dir)
+        data = TensorDataset(images, labels)
     for averaging in args.averaging:
-        train(rank, args, averaging, images, labels, shape)
+        train(rank, args, averaging, data, shape)
     dist.destroy_process_group()
 
 
-def train(rank, args, averaging, images, labels, shape):
-    import torch
-    import torch.distributed as dist
+def score(args, ddp, x, y):
+    """The batch's mean loss and, where the output is class scores [B, C], those scores:
+    runtime/train/model_loss.cpp's scoreBatch."""
     import torch.nn.functional as F
-    from torch.nn.parallel import DistributedDataParallel as DDP
-    from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+    if args.model_returns == "loss":
+        return ddp(x, y), None
+    out = ddp(x)
+    if args.loss == "mse":
+        prediction, target = out, y
+        if out.dim() == 2 and y.dim() == 1 and not y.is_floating_point() and out.size(1) > 1:
+            target = F.one_hot(y, out.size(1))
+        elif out.dim() == y.dim() + 1 and out.size(-1) == 1:
+            prediction = out.squeeze(-1)
+        return F.mse_loss(prediction, target.to(prediction.dtype)), None
+    fn = F.nll_loss if args.loss == "nll" else F.cross_entropy
+    if out.dim() > 2 and y.dim() == out.dim() - 1:  # per position: [B, ..., C] against [B, ...]
+        return fn(out.flatten(0, -2), y.flatten()), None
+    return fn(out, y), out
 
+
+def build_model(args, shape):
+    import torch
+    if args.model_file is not None:
+        # As tl runs a TorchScript module: the graph executor's no-optimisation plan.
+        torch._C._set_graph_executor_optimize(False)  # torch.jit.optimized_execution(False)
+        model = torch.jit.load(args.model_file, map_location="cpu")
+        model.train()
+        return model
     channels, size = shape
     model = ddp_models.build(args.model, args.depth, channels, size, 10, not args.no_batchnorm, args.dropout)
     model.load_state_dict(torch.load(args.init))
+    return model
+
+
+def make_optimizer(args, params):
+    import torch
+    if args.optimizer in ("adam", "adamw"):
+        cls = torch.optim.AdamW if args.optimizer == "adamw" else torch.optim.Adam
+        return cls(params, lr=args.lr, betas=(args.beta1, args.beta2), eps=args.eps,
+                   weight_decay=args.weight_decay, foreach=False)
+    return torch.optim.SGD(params, lr=args.lr, momentum=args.momentum, dampening=args.dampening,
+                           weight_decay=args.weight_decay, nesterov=args.optimizer == "nesterov")
+
+
+def train(rank, args, averaging, data, shape):
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    model = build_model(args, shape)
     torch.manual_seed(mix_seed(args.seed, rank))  # this rank's dropout draws, as tl's EST `rank`
+    # gloo cannot broadcast bool tensors (a GPT's causal mask): DDP leaves those buffers alone.
+    # Each rank keeps its own copy; tl adopts EST 0's, the same where forward does not change them.
+    bool_buffers = [name for name, b in model.named_buffers() if b.dtype == torch.bool]
+    if bool_buffers:
+        DDP._set_params_and_buffers_to_ignore_for_model(model, bool_buffers)
     ddp = DDP(model, broadcast_buffers=True)
     if averaging == "exact":
         ddp.register_comm_hook(state=None, hook=exact_average_hook)
-    opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=args.momentum,
-                          dampening=args.dampening, weight_decay=args.weight_decay,
-                          nesterov=args.optimizer == "nesterov")
-    data = TensorDataset(images, labels)
+    opt = make_optimizer(args, ddp.parameters())
     sampler = DistributedSampler(data, num_replicas=args.ranks, rank=rank, shuffle=True, seed=args.seed)
     # Its own generator: a DataLoader iterator otherwise draws its base seed from the default
     # generator, which holds this rank's dropout stream.
@@ -144,16 +235,19 @@ def train(rank, args, averaging, images, labels, shape):
             if step >= args.steps:
                 break
             opt.zero_grad()
-            logits = ddp(x)
-            loss = F.cross_entropy(logits, y)
+            loss, logits = score(args, ddp, x, y)
             loss.backward()
             opt.step()
             step += 1
-            with torch.no_grad():
-                correct = float(logits.argmax(1).eq(y).sum())
-            stats = torch.tensor([loss.item() * y.numel(), correct, float(y.numel())], dtype=torch.float64)
+            correct = 0.0
+            if logits is not None:
+                with torch.no_grad():
+                    correct = float(logits.argmax(1).eq(y).sum())
+            # tl's step statistics: loss x samples (the batch's first dimension), summed
+            stats = torch.tensor([loss.item() * y.size(0), correct, float(y.size(0))], dtype=torch.float64)
             dist.all_reduce(stats)
-            rows.append((step, epoch, stats[0].item() / stats[2].item(), stats[1].item() / stats[2].item()))
+            acc = stats[1].item() / stats[2].item() if logits is not None else float("nan")
+            rows.append((step, epoch, stats[0].item() / stats[2].item(), acc))
         epoch += 1
 
     if rank == 0:
@@ -184,7 +278,7 @@ def main(argv):
               file=sys.stderr)
         return 77
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    ddp_data.check(args.dataset, args.data_dir)  # one clear error before any process starts
+    ddp_data.check(args.dataset, args.data_dir, args.token_dtype)  # one clear error before any process starts
     # fork: the ranks inherit the imported torch instead of importing it again each
     mp.start_processes(train_rank, args=(args, free_port()), nprocs=args.ranks, join=True, start_method="fork")
     return 0
