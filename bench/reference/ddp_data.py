@@ -59,11 +59,12 @@ def _token_path(data_dir, token_dtype):
     return os.path.join(data_dir, "train.npy")
 
 
-def check(kind, data_dir, token_dtype=None):
+def check(kind, data_dir, token_dtype=None, seq_len=0):
     if kind == "tokens":
         path = _token_path(data_dir, token_dtype)
         if not os.path.isfile(path):
             raise SystemExit("ddp_reference: error: token file '%s' is missing" % path)
+        load_tokens(data_dir, seq_len, token_dtype)  # its dtype, ids and length
     elif kind == "tensors":
         for name in ("train_x.npy", "train_y.npy"):
             if not os.path.isfile(os.path.join(data_dir, name)):

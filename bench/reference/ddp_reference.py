@@ -278,7 +278,7 @@ def main(argv):
               file=sys.stderr)
         return 77
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    ddp_data.check(args.dataset, args.data_dir, args.token_dtype)  # one clear error before any process starts
+    ddp_data.check(args.dataset, args.data_dir, args.token_dtype, args.seq_len)  # one clear error before any process starts
     # fork: the ranks inherit the imported torch instead of importing it again each
     mp.start_processes(train_rank, args=(args, free_port()), nprocs=args.ranks, join=True, start_method="fork")
     return 0
