@@ -11,6 +11,10 @@ sums is gloo's). --averaging exact: a communication hook that gathers every rank
 sums them in float64, divides by the world size and rounds once to float32, which is what
 tl's exact reduction computes.
 
+--averaging fixed (a diagnostic, not PyTorch's arithmetic): tl's exact reduction as tl computes
+it, fixed point with one scale per tensor (FixedPointState below), to tell its rounding apart
+from any other difference where tl and exact averaging part.
+
 `--averaging exact,stock` trains both, one after the other, in the same processes. Each writes
 OUT/AVERAGING/steps.csv (step,epoch,loss,acc; the loss is the mean over all ranks' samples) and
 OUT/AVERAGING/summary.json (params_sha256 over the state dict in order, as tl's summary.json
@@ -77,13 +81,16 @@ def parse_args(argv):
     p.add_argument("--eps", type=float, default=-1, help="negative: 1e-8, tl's (and PyTorch's) Adam default")
     p.add_argument("--threads", type=int, required=True, help="tl's --compute-threads")
     p.add_argument("--drop-last", action="store_true", help="tl's --drop-last")
-    p.add_argument("--averaging", required=True, help="exact, stock, or both: exact,stock")
+    p.add_argument("--averaging", required=True, help="exact, stock, fixed (tl's fixed-point reduction emulated), or a list: exact,stock")
     p.add_argument("--out", required=True, help="folder for AVERAGING/steps.csv and AVERAGING/summary.json")
     a = p.parse_args(argv)
     a.averaging = a.averaging.split(",")
     for mode in a.averaging:
-        if mode not in ("exact", "stock"):
-            p.error("--averaging: unknown mode '%s' (expected exact, stock or exact,stock)" % mode)
+        if mode not in ("exact", "stock", "fixed"):
+            p.error("--averaging: unknown mode '%s' (expected exact, stock, fixed or a list: exact,stock)" % mode)
+    if "fixed" in a.averaging and (a.ranks & (a.ranks - 1) or a.ranks > 2048):
+        p.error("--averaging fixed: --ranks must be a power of two up to 2048 (the mean is then exact "
+                "in float64), got %d" % a.ranks)
     for name in ("ranks", "batch", "threads"):
         if getattr(a, name) < 1:
             p.error("--%s must be at least 1, got %d" % (name, getattr(a, name)))
@@ -131,6 +138,87 @@ def exact_average_hook(state, bucket):
         total += part.double()
     future = torch.futures.Future()
     future.set_result((total / world).float())
+    return future
+
+
+class FixedPointState:
+    """tl's exact reduction (runtime/reduce/fixed_point.h, exact_reducer.cpp), emulated.
+
+    Per parameter tensor an exponent e: each rank's gradient g becomes round_half_even(g * 2^e)
+    (int64), the integers are summed and the mean sum / (N * 2^e) is rounded once to float32.
+    e puts the largest |g| of the tensor over all ranks *in the previous step* at [2^42, 2^43)
+    (N <= 2048). When this step's largest |g| * 2^e leaves [2^26, 2^51] for any tensor (and at
+    the first step) tl replays the step with every tensor's e set from this step's maxima. A
+    gradient element more than about 2^19 below its tensor's largest is rounded before the sum,
+    which exact averaging does not do."""
+
+    VALUE_BITS = 51  # fixed::valueBits: min(51, 62 - ceil(log2 N))
+    HEADROOM_BITS = 8
+    MIN_PRECISION_BITS = 27
+
+    def __init__(self, names):
+        self.names = names  # id(parameter) -> name
+        self.exponents = {}
+        self.pending = []
+        self.replays = 0
+        self.unlike_exact = []  # per step: mean gradient elements unlike exact averaging's
+
+    def exponent(self, max_abs):
+        import math
+        return self.VALUE_BITS - self.HEADROOM_BITS - math.frexp(max_abs)[1]
+
+    def fits(self, max_abs, e):
+        import math
+        if max_abs == 0:
+            return True
+        largest = math.ldexp(max_abs, e)
+        return math.ldexp(1.0, self.MIN_PRECISION_BITS - 1) <= largest <= math.ldexp(1.0, self.VALUE_BITS)
+
+    def rescale(self, maxima):
+        for name, max_abs in maxima.items():
+            if max_abs > 0:
+                self.exponents[name] = self.exponent(max_abs)
+            elif name not in self.exponents:
+                self.exponents[name] = self.exponent(1.0)  # all zero so far
+
+
+def fixed_point_hook(state, bucket):
+    """--averaging fixed. The scales depend on every tensor's maximum, so each bucket's future is
+    completed when the last bucket arrives (DDP waits for them after backward)."""
+    import torch
+    import torch.distributed as dist
+    grads = bucket.buffer()
+    world = dist.get_world_size()
+    parts = [torch.empty_like(grads) for _ in range(world)]
+    dist.all_gather(parts, grads)
+    future = torch.futures.Future()
+    state.pending.append((future, parts, [state.names[id(p)] for p in bucket.parameters()],
+                          [g.numel() for g in bucket.gradients()]))
+    if not bucket.is_last():
+        return future
+    tensors = []  # (name, every rank's flat gradient)
+    for _, parts, names, sizes in state.pending:
+        offset = 0
+        for name, size in zip(names, sizes):
+            tensors.append((name, [part[offset:offset + size] for part in parts]))
+            offset += size
+    maxima = {name: max(float(x.abs().max()) if x.numel() else 0.0 for x in xs) for name, xs in tensors}
+    if not state.exponents or any(not state.fits(maxima[n], state.exponents[n]) for n in maxima):
+        state.replays += 1
+        state.rescale(maxima)
+    means, unlike = {}, 0
+    for name, xs in tensors:
+        e = state.exponents[name]
+        total = torch.zeros(xs[0].shape, dtype=torch.int64)
+        for x in xs:  # g * 2^e is exact in float64; round() is half to even
+            total += (x.double() * 2.0 ** e).round().long()
+        means[name] = (total.double() * 2.0 ** -e / world).float()  # N a power of two: one rounding
+        unlike += int(((sum(x.double() for x in xs) / world).float() != means[name]).sum())
+    state.rescale(maxima)  # the next step's scales
+    state.unlike_exact.append(unlike)
+    for pending, _, names, _ in state.pending:
+        pending.set_result(torch.cat([means[n] for n in names]))
+    state.pending = []
     return future
 
 
@@ -218,8 +306,12 @@ def train(rank, args, averaging, data, shape):
     if bool_buffers:
         DDP._set_params_and_buffers_to_ignore_for_model(model, bool_buffers)
     ddp = DDP(model, broadcast_buffers=True)
+    fixed = None
     if averaging == "exact":
         ddp.register_comm_hook(state=None, hook=exact_average_hook)
+    elif averaging == "fixed":
+        fixed = FixedPointState({id(p): n for n, p in model.named_parameters()})
+        ddp.register_comm_hook(state=fixed, hook=fixed_point_hook)
     opt = make_optimizer(args, ddp.parameters())
     sampler = DistributedSampler(data, num_replicas=args.ranks, rank=rank, shuffle=True, seed=args.seed)
     # Its own generator: a DataLoader iterator otherwise draws its base seed from the default
@@ -258,8 +350,12 @@ def train(rank, args, averaging, data, shape):
             for r in rows:
                 f.write("%d,%d,%r,%r\n" % r)
         with open(os.path.join(out, "summary.json"), "w") as f:
-            json.dump({"steps": step, "ranks": args.ranks, "averaging": averaging,
-                       "params_sha256": params_sha256(model), "torch": torch.__version__}, f)
+            summary = {"steps": step, "ranks": args.ranks, "averaging": averaging,
+                       "params_sha256": params_sha256(model), "torch": torch.__version__}
+            if fixed is not None:
+                summary["fixed_point_replays"] = fixed.replays
+                summary["elements_unlike_exact_per_step"] = fixed.unlike_exact
+            json.dump(summary, f)
     dist.barrier()
 
 
