@@ -4,7 +4,10 @@ Fashion-MNIST / MNIST: IDX files (plain or .gz) as dataload/idx.cpp reads them. 
 the binary batches data_batch_1..5.bin in that order (dataload/cifar10.cpp). Normalisation:
 (pixel / 255 - mean) / std in three float32 operations (dataload/transforms.cpp). tensors:
 train_x.npy (float32 [N, C, H, H]) and train_y.npy as they are, labels as int64, no
-normalisation (dataload/tensors_dataset.cpp).
+normalisation (dataload/tensors_dataset.cpp). tokens (dataload/tokens_dataset.cpp): one flat
+array of token ids, train.npy, or raw little-endian train.bin with --token-dtype uint16|uint32;
+sample i is the window tokens[i*L:(i+1)*L] and its targets the next tokens tokens[i*L+1:(i+1)*L+1]
+(int64 both), floor((n - 1) / L) samples.
 """
 import gzip
 import os
@@ -50,8 +53,19 @@ def _cifar_files(data_dir):
     return [os.path.join(data_dir, "data_batch_%d.bin" % i) for i in range(1, 6)]
 
 
-def check(kind, data_dir):
-    if kind == "tensors":
+def _token_path(data_dir, token_dtype):
+    if token_dtype:
+        return os.path.join(data_dir, "train.bin")
+    return os.path.join(data_dir, "train.npy")
+
+
+def check(kind, data_dir, token_dtype=None, seq_len=0):
+    if kind == "tokens":
+        path = _token_path(data_dir, token_dtype)
+        if not os.path.isfile(path):
+            raise SystemExit("ddp_reference: error: token file '%s' is missing" % path)
+        load_tokens(data_dir, seq_len, token_dtype)  # its dtype, ids and length
+    elif kind == "tensors":
         for name in ("train_x.npy", "train_y.npy"):
             if not os.path.isfile(os.path.join(data_dir, name)):
                 raise SystemExit("ddp_reference: error: NumPy file '%s' is missing" % os.path.join(data_dir, name))
@@ -73,6 +87,45 @@ def raw_training_split(kind, data_dir):
     images = _idx(_idx_path(data_dir, "train-images-idx3-ubyte"), 3)
     labels = _idx(_idx_path(data_dir, "train-labels-idx1-ubyte"), 1)
     return images.reshape(-1, 1, images.shape[1], images.shape[2]), labels.astype(np.int64)
+
+
+class TokenWindows:
+    """tl's tokens dataset: sample i is (tokens[i*L:(i+1)*L], tokens[i*L+1:(i+1)*L+1])."""
+
+    def __init__(self, tokens, seq_len):
+        self.tokens = tokens  # int64 [n]
+        self.seq_len = seq_len
+        self.samples = (tokens.numel() - 1) // seq_len if tokens.numel() > 0 else 0
+
+    def __len__(self):
+        return self.samples
+
+    def __getitem__(self, i):
+        first = i * self.seq_len
+        return self.tokens[first:first + self.seq_len], self.tokens[first + 1:first + self.seq_len + 1]
+
+
+def load_tokens(data_dir, seq_len, token_dtype=None):
+    """A torch Dataset of tl's token windows (the whole training file as int64 in memory)."""
+    import torch
+    path = _token_path(data_dir, token_dtype)
+    if token_dtype:
+        if token_dtype not in ("uint16", "uint32"):
+            raise SystemExit("ddp_reference: error: --token-dtype: '%s' is not uint16 or uint32" % token_dtype)
+        ids = np.fromfile(path, dtype="<u2" if token_dtype == "uint16" else "<u4")
+    else:
+        ids = np.load(path)
+        if ids.ndim != 1 or ids.dtype.kind not in "iu":
+            raise SystemExit("ddp_reference: error: '%s' must hold one flat integer array of token ids, not %s %s"
+                             % (path, ids.dtype, ids.shape))
+    ids = ids.astype(np.int64)
+    if ids.size and ids.min() < 0:
+        raise SystemExit("ddp_reference: error: '%s' holds a negative token id" % path)
+    data = TokenWindows(torch.from_numpy(ids), seq_len)
+    if len(data) == 0:
+        raise SystemExit("ddp_reference: error: --seq-len %d is longer than the data: '%s' holds %d tokens"
+                         % (seq_len, path, ids.size))
+    return data
 
 
 def load(kind, data_dir):

@@ -11,10 +11,23 @@ sums is gloo's). --averaging exact: a communication hook that gathers every rank
 sums them in float64, divides by the world size and rounds once to float32, which is what
 tl's exact reduction computes.
 
+--averaging fixed (a diagnostic, not PyTorch's arithmetic): tl's exact reduction as tl computes
+it, fixed point with one scale per tensor (FixedPointState below), to tell its rounding apart
+from any other difference where tl and exact averaging part.
+
 `--averaging exact,stock` trains both, one after the other, in the same processes. Each writes
 OUT/AVERAGING/steps.csv (step,epoch,loss,acc; the loss is the mean over all ranks' samples) and
 OUT/AVERAGING/summary.json (params_sha256 over the state dict in order, as tl's summary.json
 has it). Run with /usr/bin/python3 (Debian's python3-torch).
+
+Your own model (tl-launch --model-file FILE): --model-file loads the same TorchScript file tl
+loads (torch.jit.load; its weights are the initial ones, no --init), and runs it as tl does, with
+the graph executor's optimisations off (runtime/models/torchscript_model.cpp), so autograd
+records the ops eager PyTorch would. --model-returns loss calls forward(inputs, targets) for
+the loss; otherwise --loss (cross-entropy, tl's default; nll; mse) scores forward's output as
+runtime/train/model_loss.cpp does. --dataset tokens --seq-len L reads tl's token windows
+(ddp_data.py). --optimizer adam|adamw are torch.optim.Adam/AdamW (single-tensor, as tl's
+runtime/optim/adam.cpp follows them) with tl's --beta1/--beta2/--eps/--weight-decay.
 """
 import argparse
 import hashlib
@@ -40,38 +53,75 @@ def mix_seed(seed, rank):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", required=True, choices=["cnn", "resnet", "resnet18"])
+    p.add_argument("--model", choices=["cnn", "resnet", "resnet18"], help="a built-in architecture")
+    p.add_argument("--model-file", help="a TorchScript module, as tl-launch --model-file")
+    p.add_argument("--model-returns", default="logits", choices=["logits", "loss"],
+                   help="--model-file: forward(x) returns class scores, or forward(x, y) its own loss")
+    p.add_argument("--loss", default="cross-entropy", choices=["cross-entropy", "nll", "mse"])
     p.add_argument("--depth", type=int, default=20)
     p.add_argument("--no-batchnorm", action="store_true")
     p.add_argument("--dropout", type=float, default=-1)
-    p.add_argument("--dataset", required=True, choices=["fashion-mnist", "mnist", "cifar10", "tensors"])
+    p.add_argument("--dataset", required=True, choices=["fashion-mnist", "mnist", "cifar10", "tensors", "tokens"])
     p.add_argument("--data-dir", required=True)
-    p.add_argument("--init", required=True, help="tl's initial state dict (--steps 0 --save-model)")
+    p.add_argument("--seq-len", type=int, default=0, help="tokens: tokens per sample, as tl's --seq-len")
+    p.add_argument("--token-dtype", choices=["uint16", "uint32"],
+                   help="tokens: read raw train.bin of this width, as tl's --token-dtype")
+    p.add_argument("--init", help="tl's initial state dict (--steps 0 --save-model); not with --model-file")
     p.add_argument("--ranks", type=int, required=True)
     p.add_argument("--batch", type=int, required=True, help="per rank, as tl's --batch")
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--optimizer", default="sgd", choices=["sgd", "nesterov"])
+    p.add_argument("--optimizer", default="sgd", choices=["sgd", "nesterov", "adam", "adamw"])
     p.add_argument("--lr", type=float, required=True)
     p.add_argument("--momentum", type=float, default=0.0)
     p.add_argument("--dampening", type=float, default=0.0)
-    p.add_argument("--weight-decay", type=float, default=0.0)
+    p.add_argument("--weight-decay", type=float, default=0.0, help="decoupled for adamw, as tl's")
+    p.add_argument("--beta1", type=float, default=0.9)
+    p.add_argument("--beta2", type=float, default=0.999)
+    p.add_argument("--eps", type=float, default=-1, help="negative: 1e-8, tl's (and PyTorch's) Adam default")
     p.add_argument("--threads", type=int, required=True, help="tl's --compute-threads")
     p.add_argument("--drop-last", action="store_true", help="tl's --drop-last")
-    p.add_argument("--averaging", required=True, help="exact, stock, or both: exact,stock")
+    p.add_argument("--averaging", required=True, help="exact, stock, fixed (tl's fixed-point reduction emulated), or a list: exact,stock")
     p.add_argument("--out", required=True, help="folder for AVERAGING/steps.csv and AVERAGING/summary.json")
     a = p.parse_args(argv)
     a.averaging = a.averaging.split(",")
     for mode in a.averaging:
-        if mode not in ("exact", "stock"):
-            p.error("--averaging: unknown mode '%s' (expected exact, stock or exact,stock)" % mode)
+        if mode not in ("exact", "stock", "fixed"):
+            p.error("--averaging: unknown mode '%s' (expected exact, stock, fixed or a list: exact,stock)" % mode)
+    if "fixed" in a.averaging and (a.ranks & (a.ranks - 1) or a.ranks > 2048):
+        p.error("--averaging fixed: --ranks must be a power of two up to 2048 (the mean is then exact "
+                "in float64), got %d" % a.ranks)
     for name in ("ranks", "batch", "threads"):
         if getattr(a, name) < 1:
             p.error("--%s must be at least 1, got %d" % (name, getattr(a, name)))
     if a.steps < 0:
         p.error("--steps must not be negative, got %d" % a.steps)
-    if not os.path.isfile(a.init):
-        p.error("--init: no file '%s'" % a.init)
+    if (a.model is None) == (a.model_file is None):
+        p.error("give exactly one of --model (a built-in architecture) and --model-file (TorchScript)")
+    if a.model_file is not None:
+        if not os.path.isfile(a.model_file):
+            p.error("--model-file: no file '%s'" % a.model_file)
+        if a.init is not None:
+            p.error("--init: a --model-file's initial weights are its own (the file tl loads)")
+    else:
+        if a.init is None:
+            p.error("--init is required with --model (tl's --steps 0 --save-model state dict)")
+        if not os.path.isfile(a.init):
+            p.error("--init: no file '%s'" % a.init)
+        if a.model_returns != "logits" or a.loss != "cross-entropy":
+            p.error("--model-returns and --loss apply to --model-file (the built-in models use cross-entropy)")
+        if a.dataset == "tokens":
+            p.error("--dataset tokens needs --model-file (no built-in model reads tokens)")
+    if a.dataset == "tokens" and a.seq_len < 1:
+        p.error("--seq-len: --dataset tokens needs the tokens per sample (1 or more), got %d" % a.seq_len)
+    if a.dataset != "tokens" and (a.seq_len or a.token_dtype):
+        p.error("--seq-len and --token-dtype apply to --dataset tokens")
+    if a.optimizer in ("adam", "adamw"):
+        for name in ("beta1", "beta2"):
+            if not 0 <= getattr(a, name) < 1:
+                p.error("--%s must be in [0, 1), got %r" % (name, getattr(a, name)))
+        if a.eps < 0:
+            a.eps = 1e-8
     return a
 
 
@@ -91,6 +141,87 @@ def exact_average_hook(state, bucket):
     return future
 
 
+class FixedPointState:
+    """tl's exact reduction (runtime/reduce/fixed_point.h, exact_reducer.cpp), emulated.
+
+    Per parameter tensor an exponent e: each rank's gradient g becomes round_half_even(g * 2^e)
+    (int64), the integers are summed and the mean sum / (N * 2^e) is rounded once to float32.
+    e puts the largest |g| of the tensor over all ranks *in the previous step* at [2^42, 2^43)
+    (N <= 2048). When this step's largest |g| * 2^e leaves [2^26, 2^51] for any tensor (and at
+    the first step) tl replays the step with every tensor's e set from this step's maxima. A
+    gradient element more than about 2^19 below its tensor's largest is rounded before the sum,
+    which exact averaging does not do."""
+
+    VALUE_BITS = 51  # fixed::valueBits: min(51, 62 - ceil(log2 N))
+    HEADROOM_BITS = 8
+    MIN_PRECISION_BITS = 27
+
+    def __init__(self, names):
+        self.names = names  # id(parameter) -> name
+        self.exponents = {}
+        self.pending = []
+        self.replays = 0
+        self.unlike_exact = []  # per step: mean gradient elements unlike exact averaging's
+
+    def exponent(self, max_abs):
+        import math
+        return self.VALUE_BITS - self.HEADROOM_BITS - math.frexp(max_abs)[1]
+
+    def fits(self, max_abs, e):
+        import math
+        if max_abs == 0:
+            return True
+        largest = math.ldexp(max_abs, e)
+        return math.ldexp(1.0, self.MIN_PRECISION_BITS - 1) <= largest <= math.ldexp(1.0, self.VALUE_BITS)
+
+    def rescale(self, maxima):
+        for name, max_abs in maxima.items():
+            if max_abs > 0:
+                self.exponents[name] = self.exponent(max_abs)
+            elif name not in self.exponents:
+                self.exponents[name] = self.exponent(1.0)  # all zero so far
+
+
+def fixed_point_hook(state, bucket):
+    """--averaging fixed. The scales depend on every tensor's maximum, so each bucket's future is
+    completed when the last bucket arrives (DDP waits for them after backward)."""
+    import torch
+    import torch.distributed as dist
+    grads = bucket.buffer()
+    world = dist.get_world_size()
+    parts = [torch.empty_like(grads) for _ in range(world)]
+    dist.all_gather(parts, grads)
+    future = torch.futures.Future()
+    state.pending.append((future, parts, [state.names[id(p)] for p in bucket.parameters()],
+                          [g.numel() for g in bucket.gradients()]))
+    if not bucket.is_last():
+        return future
+    tensors = []  # (name, every rank's flat gradient)
+    for _, parts, names, sizes in state.pending:
+        offset = 0
+        for name, size in zip(names, sizes):
+            tensors.append((name, [part[offset:offset + size] for part in parts]))
+            offset += size
+    maxima = {name: max(float(x.abs().max()) if x.numel() else 0.0 for x in xs) for name, xs in tensors}
+    if not state.exponents or any(not state.fits(maxima[n], state.exponents[n]) for n in maxima):
+        state.replays += 1
+        state.rescale(maxima)
+    means, unlike = {}, 0
+    for name, xs in tensors:
+        e = state.exponents[name]
+        total = torch.zeros(xs[0].shape, dtype=torch.int64)
+        for x in xs:  # g * 2^e is exact in float64; round() is half to even
+            total += (x.double() * 2.0 ** e).round().long()
+        means[name] = (total.double() * 2.0 ** -e / world).float()  # N a power of two: one rounding
+        unlike += int(((sum(x.double() for x in xs) / world).float() != means[name]).sum())
+    state.rescale(maxima)  # the next step's scales
+    state.unlike_exact.append(unlike)
+    for pending, _, names, _ in state.pending:
+        pending.set_result(torch.cat([means[n] for n in names]))
+    state.pending = []
+    return future
+
+
 def params_sha256(model):
     h = hashlib.sha256()
     for tensor in model.state_dict().values():
@@ -106,30 +237,82 @@ def train_rank(rank, args, port):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group("gloo", rank=rank, world_size=args.ranks)
-    images, labels, shape = ddp_data.load(args.dataset, args.data_dir)
+    if args.dataset == "tokens":
+        data, shape = ddp_data.load_tokens(args.data_dir, args.seq_len, args.token_dtype), None
+    else:
+        from torch.utils.data import TensorDataset
+        images, labels, shape = ddp_data.load(args.dataset, args.data_dir)
+        data = TensorDataset(images, labels)
     for averaging in args.averaging:
-        train(rank, args, averaging, images, labels, shape)
+        train(rank, args, averaging, data, shape)
     dist.destroy_process_group()
 
 
-def train(rank, args, averaging, images, labels, shape):
-    import torch
-    import torch.distributed as dist
+def score(args, ddp, x, y):
+    """The batch's mean loss and, where the output is class scores [B, C], those scores:
+    runtime/train/model_loss.cpp's scoreBatch."""
     import torch.nn.functional as F
-    from torch.nn.parallel import DistributedDataParallel as DDP
-    from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+    if args.model_returns == "loss":
+        return ddp(x, y), None
+    out = ddp(x)
+    if args.loss == "mse":
+        prediction, target = out, y
+        if out.dim() == 2 and y.dim() == 1 and not y.is_floating_point() and out.size(1) > 1:
+            target = F.one_hot(y, out.size(1))
+        elif out.dim() == y.dim() + 1 and out.size(-1) == 1:
+            prediction = out.squeeze(-1)
+        return F.mse_loss(prediction, target.to(prediction.dtype)), None
+    fn = F.nll_loss if args.loss == "nll" else F.cross_entropy
+    if out.dim() > 2 and y.dim() == out.dim() - 1:  # per position: [B, ..., C] against [B, ...]
+        return fn(out.flatten(0, -2), y.flatten()), None
+    return fn(out, y), out
 
+
+def build_model(args, shape):
+    import torch
+    if args.model_file is not None:
+        # As tl runs a TorchScript module: the graph executor's no-optimisation plan.
+        torch._C._set_graph_executor_optimize(False)  # torch.jit.optimized_execution(False)
+        model = torch.jit.load(args.model_file, map_location="cpu")
+        model.train()
+        return model
     channels, size = shape
     model = ddp_models.build(args.model, args.depth, channels, size, 10, not args.no_batchnorm, args.dropout)
     model.load_state_dict(torch.load(args.init))
+    return model
+
+
+def make_optimizer(args, params):
+    import torch
+    if args.optimizer in ("adam", "adamw"):
+        cls = torch.optim.AdamW if args.optimizer == "adamw" else torch.optim.Adam
+        return cls(params, lr=args.lr, betas=(args.beta1, args.beta2), eps=args.eps,
+                   weight_decay=args.weight_decay, foreach=False)
+    return torch.optim.SGD(params, lr=args.lr, momentum=args.momentum, dampening=args.dampening,
+                           weight_decay=args.weight_decay, nesterov=args.optimizer == "nesterov")
+
+
+def train(rank, args, averaging, data, shape):
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    model = build_model(args, shape)
     torch.manual_seed(mix_seed(args.seed, rank))  # this rank's dropout draws, as tl's EST `rank`
+    # gloo cannot broadcast bool tensors (a GPT's causal mask): DDP leaves those buffers alone.
+    # Each rank keeps its own copy; tl adopts EST 0's, the same where forward does not change them.
+    bool_buffers = [name for name, b in model.named_buffers() if b.dtype == torch.bool]
+    if bool_buffers:
+        DDP._set_params_and_buffers_to_ignore_for_model(model, bool_buffers)
     ddp = DDP(model, broadcast_buffers=True)
+    fixed = None
     if averaging == "exact":
         ddp.register_comm_hook(state=None, hook=exact_average_hook)
-    opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=args.momentum,
-                          dampening=args.dampening, weight_decay=args.weight_decay,
-                          nesterov=args.optimizer == "nesterov")
-    data = TensorDataset(images, labels)
+    elif averaging == "fixed":
+        fixed = FixedPointState({id(p): n for n, p in model.named_parameters()})
+        ddp.register_comm_hook(state=fixed, hook=fixed_point_hook)
+    opt = make_optimizer(args, ddp.parameters())
     sampler = DistributedSampler(data, num_replicas=args.ranks, rank=rank, shuffle=True, seed=args.seed)
     # Its own generator: a DataLoader iterator otherwise draws its base seed from the default
     # generator, which holds this rank's dropout stream.
@@ -144,16 +327,19 @@ def train(rank, args, averaging, images, labels, shape):
             if step >= args.steps:
                 break
             opt.zero_grad()
-            logits = ddp(x)
-            loss = F.cross_entropy(logits, y)
+            loss, logits = score(args, ddp, x, y)
             loss.backward()
             opt.step()
             step += 1
-            with torch.no_grad():
-                correct = float(logits.argmax(1).eq(y).sum())
-            stats = torch.tensor([loss.item() * y.numel(), correct, float(y.numel())], dtype=torch.float64)
+            correct = 0.0
+            if logits is not None:
+                with torch.no_grad():
+                    correct = float(logits.argmax(1).eq(y).sum())
+            # tl's step statistics: loss x samples (the batch's first dimension), summed
+            stats = torch.tensor([loss.item() * y.size(0), correct, float(y.size(0))], dtype=torch.float64)
             dist.all_reduce(stats)
-            rows.append((step, epoch, stats[0].item() / stats[2].item(), stats[1].item() / stats[2].item()))
+            acc = stats[1].item() / stats[2].item() if logits is not None else float("nan")
+            rows.append((step, epoch, stats[0].item() / stats[2].item(), acc))
         epoch += 1
 
     if rank == 0:
@@ -164,8 +350,12 @@ def train(rank, args, averaging, images, labels, shape):
             for r in rows:
                 f.write("%d,%d,%r,%r\n" % r)
         with open(os.path.join(out, "summary.json"), "w") as f:
-            json.dump({"steps": step, "ranks": args.ranks, "averaging": averaging,
-                       "params_sha256": params_sha256(model), "torch": torch.__version__}, f)
+            summary = {"steps": step, "ranks": args.ranks, "averaging": averaging,
+                       "params_sha256": params_sha256(model), "torch": torch.__version__}
+            if fixed is not None:
+                summary["fixed_point_replays"] = fixed.replays
+                summary["elements_unlike_exact_per_step"] = fixed.unlike_exact
+            json.dump(summary, f)
     dist.barrier()
 
 
@@ -184,7 +374,7 @@ def main(argv):
               file=sys.stderr)
         return 77
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    ddp_data.check(args.dataset, args.data_dir)  # one clear error before any process starts
+    ddp_data.check(args.dataset, args.data_dir, args.token_dtype, args.seq_len)  # one clear error before any process starts
     # fork: the ranks inherit the imported torch instead of importing it again each
     mp.start_processes(train_rank, args=(args, free_port()), nprocs=args.ranks, join=True, start_method="fork")
     return 0
