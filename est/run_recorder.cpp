@@ -40,11 +40,13 @@ void RunRecorder::recordStep(const StepRecord& s, bool lead) {
   const double ips = s.stepSeconds > 0 ? double(s.global.samples) / s.stepSeconds : 0;
   if (!lead) return;
   nlohmann::json record = {{"type", "step"}, {"step", s.stepsDone}, {"epoch", currentEpoch_},
-                           {"loss", s.global.meanLoss()}, {"acc", s.global.accuracy()}, {"lr", s.lr},
+                           {"loss", s.global.meanLoss()}, {"lr", s.lr},
                            {"images_per_s", ips}, {"data_wait_s", epoch_.dataWait},
                            {"replays", result_.replays},
                            {"time", std::chrono::duration<double>(
                                         std::chrono::system_clock::now().time_since_epoch()).count()}};
+  // A module returning its own loss has no class scores: no accuracy, not a misleading 0.
+  if (result_.hasAccuracy) record["acc"] = s.global.accuracy();
   if (s.overlap) {
     // This process's view: of its buckets, how many started while its last EST's backward ran.
     record["overlap_buckets"] = s.overlap->buckets;
@@ -53,8 +55,10 @@ void RunRecorder::recordStep(const StepRecord& s, bool lead) {
   }
   metrics_.write(record);
   if (config_.logEvery > 0 && (s.stepsDone % config_.logEvery == 0 || s.stepsDone == plan_.totalSteps)) {
-    spdlog::info("step {}/{} epoch {} loss {:.4f} acc {:.3f} lr {:.4g} {:.1f} images/s", s.stepsDone,
-                 plan_.totalSteps, currentEpoch_, s.global.meanLoss(), s.global.accuracy(), s.lr, ips);
+    const std::string acc = result_.hasAccuracy ? fmt::format(" acc {:.3f}", s.global.accuracy()) : "";
+    spdlog::info("step {}/{} epoch {} loss {:.4f}{} lr {:.4g} {:.1f} {}/s", s.stepsDone, plan_.totalSteps,
+                 currentEpoch_, s.global.meanLoss(), acc, s.lr, ips,
+                 config_.dataset == "tokens" || config_.dataset == "tensors" ? "samples" : "images");
   }
 }
 

@@ -93,7 +93,10 @@ TEST_F(LaunchE2E, TrainsWritesMetricsAndTheLossDecreases) {
   int epochs = 0;
   for (std::string line; std::getline(metrics, line);) {
     auto j = nlohmann::json::parse(line);
-    if (j["type"] == "step") losses.push_back(j["loss"]);
+    if (j["type"] == "step") {
+      losses.push_back(j["loss"]);
+      EXPECT_TRUE(j.contains("acc")) << "class scores: accuracy per step";
+    }
     if (j["type"] == "epoch") {
       ++epochs;
       EXPECT_GE(j["total_s"].get<double>(), j["compute_s"].get<double>());

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/background_job.h"
@@ -217,7 +218,7 @@ TEST_F(OwnModel, ReturnsLossTrainsAndSavesTorchScript) {
 // accuracy to report.
 TEST_F(OwnModel, TokenModelReportsLossAndPerplexityNotAccuracy) {
   const std::string out = freshDir("own_model_gpt_eval");
-  auto r = launchTokens(2, out, "--model-file " + module("tiny_gpt.pt") + " --steps 4 --eval");
+  auto r = launchTokens(2, out, "--model-file " + module("tiny_gpt.pt") + " --steps 4 --eval --log-every 2");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const auto s = nlohmann::json::parse(slurp(out + "/summary.json"));
   const double loss = s.at("test_loss").get<double>();
@@ -228,6 +229,18 @@ TEST_F(OwnModel, TokenModelReportsLossAndPerplexityNotAccuracy) {
   EXPECT_FALSE(s.contains("train_acc")) << s.dump();
   EXPECT_EQ(r.out.find("accuracy"), std::string::npos) << r.out;
   EXPECT_EQ(r.err.find("accuracy"), std::string::npos) << r.err;
+  // Nor a constant "acc 0.000" in the progress lines and step records.
+  EXPECT_EQ((r.out + r.err).find(" acc "), std::string::npos) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("samples/s"), std::string::npos) << r.out << r.err;
+  std::ifstream metrics(out + "/metrics.jsonl");
+  int steps = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.at("type") != "step") continue;
+    ++steps;
+    EXPECT_FALSE(j.contains("acc")) << line;
+  }
+  EXPECT_EQ(steps, 4);
 }
 
 // Token ids the module cannot take: one line naming the module and the token file, exit 2,
