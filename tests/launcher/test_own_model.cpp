@@ -63,10 +63,10 @@ class OwnModel : public ::testing::Test {
   }
 
   // tl-launch of a loss-returning module on the token data (32 ids, 8 per sample).
-  static CommandResult launchTokens(int np, const std::string& out, const std::string& flags) {
+  static CommandResult launchTokens(int np, const std::string& out, const std::string& flags, int logEvery = 0) {
     const std::string cmd = (np > 0 ? tl::testing::mpirunPrefix(np) : std::string()) + TL_LAUNCH_BIN +
-                            " --dataset tokens --seq-len 8 --data-dir " + gTokens +
-                            " --model-returns loss --batch 4 --log-every 0 --workers 1 --output-dir " + out + " " + flags;
+                            " --dataset tokens --seq-len 8 --data-dir " + gTokens + " --model-returns loss --batch 4" +
+                            " --log-every " + std::to_string(logEvery) + " --workers 1 --output-dir " + out + " " + flags;
     return runCommand(cmd, 300, out);
   }
 
@@ -218,7 +218,7 @@ TEST_F(OwnModel, ReturnsLossTrainsAndSavesTorchScript) {
 // accuracy to report.
 TEST_F(OwnModel, TokenModelReportsLossAndPerplexityNotAccuracy) {
   const std::string out = freshDir("own_model_gpt_eval");
-  auto r = launchTokens(2, out, "--model-file " + module("tiny_gpt.pt") + " --steps 4 --eval --log-every 2");
+  auto r = launchTokens(2, out, "--model-file " + module("tiny_gpt.pt") + " --steps 4 --eval", 2);
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const auto s = nlohmann::json::parse(slurp(out + "/summary.json"));
   const double loss = s.at("test_loss").get<double>();
