@@ -30,6 +30,10 @@
 // ResNet-18 <= 1.05 x the built-in one.
 //
 //   bench_own_model [--quick] [--rounds R] [--steps S] [--warmup W] [--models cnn,resnet18,gpt]
+//                   [--pytorch-malloc tl]
+// --pytorch-malloc tl: PyTorch runs with tl's malloc settings (common/allocator_tuning.cpp, by
+// glibc's MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_), so the ratios compare the steps
+// without tl's allocator advantage (large on the CNN).
 // Defaults: 5 rounds of 3 timed steps after 2 warm-up ones (about 10 minutes on a quiet 2-core
 // machine); --quick, a smoke run: 1 round of 1 timed step. Needs /usr/bin/python3 with torch.
 #include <unistd.h>
@@ -102,10 +106,11 @@ double tlStepMs(const std::string& root, const std::string& tag, const OwnModel&
 }
 
 // PyTorch's step in ms per variant (.pt, plain, eager), each the median over its timed steps.
-std::vector<double> torchStepMs(const std::string& dir, const OwnModel& m, int warmup, int steps, bool reversed) {
+std::vector<double> torchStepMs(const std::string& dir, const OwnModel& m, int warmup, int steps, bool reversed,
+                                const std::string& env) {
   const std::string variants = reversed ? "eager,plain,pt" : "pt,plain,eager";
   const std::string text =
-      captureOrDie("/usr/bin/python3 " + script() + " time --model " + m.name + " --file " + dir + "/" + m.name +
+      captureOrDie(env + "/usr/bin/python3 " + script() + " time --model " + m.name + " --file " + dir + "/" + m.name +
                    ".pt --batch " + std::to_string(m.batch) + " --steps " + std::to_string(steps) +
                    " --warmup " + std::to_string(warmup) + " --threads 1 --variants " + variants + " 2>&1");
   const auto j = nlohmann::json::parse(text.substr(text.rfind('{')));
@@ -130,13 +135,15 @@ int main(int argc, char** argv) {
       quick = true;
       continue;
     }
-    if ((a == "--rounds" || a == "--steps" || a == "--warmup" || a == "--models") && i + 1 < argc) {
+    if ((a == "--rounds" || a == "--steps" || a == "--warmup" || a == "--models" || a == "--pytorch-malloc") &&
+        i + 1 < argc) {
       ++i;
       continue;
     }
     std::fprintf(stderr,
                  "bench_own_model: unknown flag or missing value: %s\n"
-                 "usage: bench_own_model [--quick] [--rounds R] [--steps S] [--warmup W] [--models cnn,resnet18,gpt]\n",
+                 "usage: bench_own_model [--quick] [--rounds R] [--steps S] [--warmup W] [--models cnn,resnet18,gpt] "
+                 "[--pytorch-malloc tl]\n",
                  argv[i]);
     return 2;
   }
@@ -144,6 +151,14 @@ int main(int argc, char** argv) {
   const int steps = std::stoi(flag(argc, argv, "--steps", quick ? "1" : "3"));
   const int warmup = std::stoi(flag(argc, argv, "--warmup", "2"));
   const std::string modelList = flag(argc, argv, "--models", "cnn,resnet18,gpt");
+  const std::string pytorchMalloc = flag(argc, argv, "--pytorch-malloc", "default");
+  if (pytorchMalloc != "default" && pytorchMalloc != "tl") {
+    std::fprintf(stderr, "bench_own_model: --pytorch-malloc takes tl or default, got '%s'\n", pytorchMalloc.c_str());
+    return 2;
+  }
+  // tl-launch's mallopt(M_MMAP_THRESHOLD, 512 MiB) and mallopt(M_TRIM_THRESHOLD, 1 GiB).
+  const std::string torchEnv =
+      pytorchMalloc == "tl" ? "MALLOC_MMAP_THRESHOLD_=536870912 MALLOC_TRIM_THRESHOLD_=1073741824 " : "";
   std::vector<OwnModel> models;
   for (const OwnModel& m : {OwnModel{"cnn", "--model cnn", 32}, OwnModel{"resnet18", "--model resnet18", 32},
                             OwnModel{"gpt", "", 16}})
@@ -178,8 +193,9 @@ int main(int argc, char** argv) {
               "%d timed steps after %d warm-up ones; median [95 %% CI] over rounds\n",
               rounds, rounds == 1 ? "" : "s", steps, warmup);
   std::printf("tl: tl-launch --model-file M.pt (the EST executor's step, data loading excluded); PyTorch: "
-              "/usr/bin/python3, torch %s, one fixed batch\n\n",
-              captureOrDie("/usr/bin/python3 -c 'import torch; print(torch.__version__, end=\"\")'").c_str());
+              "/usr/bin/python3, torch %s, one fixed batch, %s malloc settings\n\n",
+              captureOrDie("/usr/bin/python3 -c 'import torch; print(torch.__version__, end=\"\")'").c_str(),
+              pytorchMalloc == "tl" ? "tl's" : "glibc's default");
   std::printf("%-9s %-44s %-24s %-22s\n", "model", "run", "step ms", "tl .pt / this");
 
   using tl::bench::formatCi;
@@ -201,7 +217,7 @@ int main(int argc, char** argv) {
                                                      (m.name == "gpt" ? " --model-returns loss" : ""),
                                    imageData, tokenData, warmup, steps));
         } else if (c == 1) {
-          const auto t = torchStepMs(root, m, warmup, steps, round % 2 == 1);
+          const auto t = torchStepMs(root, m, warmup, steps, round % 2 == 1, torchEnv);
           for (size_t v = 0; v < 3; ++v) ms[1 + v].push_back(t[v]);
         } else {
           ms[4].push_back(tlStepMs(root, tag, m, m.builtin, imageData, tokenData, warmup, steps));
