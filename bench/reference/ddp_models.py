@@ -43,6 +43,9 @@ class SmallCnn(nn.Module):
 class BasicBlock(nn.Module):
     """runtime/models/basic_block.cpp: option-A (zero pad) or projection shortcuts."""
 
+    # Constants for torch.jit.script: it compiles only the shortcut branch a block has.
+    __constants__ = ["identity", "projection", "stride", "pad_front", "pad_back"]
+
     def __init__(self, in_planes, planes, stride, projection, batchnorm):
         super().__init__()
         self.stride = stride
@@ -57,9 +60,8 @@ class BasicBlock(nn.Module):
             if batchnorm:
                 layers.append(nn.BatchNorm2d(planes))
             self.shortcut = nn.Sequential(*layers)
-        else:
-            self.pad_front = (planes - in_planes) // 2
-            self.pad_back = planes - in_planes - self.pad_front
+        self.pad_front = (planes - in_planes) // 2
+        self.pad_back = planes - in_planes - self.pad_front
 
     def shortcut_path(self, x):
         if self.identity:
@@ -78,6 +80,8 @@ class BasicBlock(nn.Module):
 class CifarResNet(nn.Module):
     """runtime/models/resnet.cpp: 3x3 stem, stages of BasicBlocks, global average pool, linear."""
 
+    __constants__ = ["has_layer4"]  # for torch.jit.script: a 3-stage net compiles without layer4
+
     def __init__(self, in_channels, classes, widths, blocks, projection, batchnorm=True):
         super().__init__()
         channels = widths[0]
@@ -91,12 +95,14 @@ class CifarResNet(nn.Module):
                 channels = width
             setattr(self, "layer%d" % (stage + 1), nn.Sequential(*layer))
         self.stages = len(widths)
+        self.has_layer4 = self.stages == 4
         self.linear = nn.Linear(channels, classes)
 
     def forward(self, x):
         x = F.relu(self.bn1(self.conv1(x)))
-        for stage in range(self.stages):
-            x = getattr(self, "layer%d" % (stage + 1))(x)
+        x = self.layer3(self.layer2(self.layer1(x)))  # the stages in order (3 or 4; none built with fewer)
+        if self.has_layer4:
+            x = self.layer4(x)
         x = F.adaptive_avg_pool2d(x, (1, 1)).flatten(1)
         return self.linear(x)
 
