@@ -5,8 +5,9 @@
 #   - on two hosts, one process each, over TCP (veth pairs and a bridge),
 # both with --bind-to none (the namespace hosts share this machine's cores), and the bytes each
 # host sends per step, against the ring-allreduce figure
-# 2(N-1)/N x gradient bytes (N = 2 processes; gradient bytes = what the reduction sends: 8 bytes
-# per element for --reduction exact, 4 for fp32). Bytes per step are the difference of eth0's
+# 2(N-1)/N x gradient bytes (N = 2 processes; gradient bytes = what the reduction sends: 4 bytes
+# per element for fp32; for --reduction exact 6, the mean of the int64 sums' reduce-scatter and
+# the float32 means' allgather, each half a ring). Bytes per step are the difference of eth0's
 # transmit counters between a run of 2S and one of S steps, divided by S, so start-up traffic
 # cancels out. Both runs of a kind are measured in the same invocation; compare the ratios.
 #
@@ -69,7 +70,9 @@ assert len(shas) == 1, "one host and two hosts trained different bits"
 per_one = statistics.median(s["images_per_s"] / 2 for s in ones)
 per_two = statistics.median(s["images_per_s"] / 2 for s in twos)
 # tl-launch's count of the model's parameters (every parameter gets a gradient).
-grad_bytes = params * (8 if reduction == "exact" else 4)
+# exact: a reduce-scatter of int64 sums, (N-1)/N x 8 bytes, and an allgather of float32 means,
+# (N-1)/N x 4 bytes: the ring figure of 6 bytes per element.
+grad_bytes = params * (6 if reduction == "exact" else 4)
 n = 2
 ring = 2 * (n - 1) / n * grad_bytes
 print()
