@@ -3,7 +3,6 @@
 #include <atomic>
 #include <mutex>
 #include <thread>
-#include <tuple>
 
 #include <gmock/gmock.h>
 
@@ -197,7 +196,12 @@ TEST(InMemoryCommunicator, BarrierWaitsForTheSlowestMember) {
 }
 
 TEST(SegmentOf, SplitsAsEvenlyAsCanBeWithTheFirstSegmentsLonger) {
-  const std::vector<std::tuple<std::int64_t, int, std::vector<std::int64_t>>> cases = {
+  struct Case {
+    std::int64_t numel;
+    int size;
+    std::vector<std::int64_t> lengths;
+  };
+  const std::vector<Case> cases = {
       {0, 3, {0, 0, 0}}, {1, 3, {1, 0, 0}}, {2, 3, {1, 1, 0}}, {7, 3, {3, 2, 2}},
       {9, 3, {3, 3, 3}}, {5, 1, {5}},       {10, 4, {3, 3, 2, 2}}};
   for (const auto& [numel, size, lengths] : cases) {
