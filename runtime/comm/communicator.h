@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,15 @@ class PendingCollective {
   virtual void wait() = 0;
 };
 
+// The part of a flat buffer of `numel` elements that member `rank` of `size` owns in a
+// reduce-scatter or a segment allgather: segments in rank order, as even as can be, the first
+// numel % size of them one element longer (some are empty when numel < size).
+struct Segment {
+  std::int64_t offset = 0;
+  std::int64_t length = 0;
+};
+Segment segmentOf(std::int64_t numel, int size, int rank);
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -56,6 +66,23 @@ class Communicator {
   // started. The default completes it before returning (a backend without an asynchronous path).
   virtual std::unique_ptr<PendingCollective> startAllreduce(at::Tensor& tensor, ReduceOp op,
                                                             const CollectiveOptions& options = {});
+  // Sum reduce-scatter, in place on a contiguous tensor taken as flat: once complete, this
+  // member's segmentOf(numel, size(), rank()) holds the sum over members of that segment; the
+  // rest of the tensor is unspecified (scratch). Dtypes as allreduce; integer sums are exact
+  // (wrapping like two's complement), float sums take the backend's order. Half the bytes of
+  // an allreduce: the exact reducer's first half (runtime/reduce/exact_reducer.cpp). Started as
+  // startAllreduce is. The default is an allreduce (every segment then holds its sum).
+  virtual std::unique_ptr<PendingCollective> startReduceScatter(at::Tensor& tensor,
+                                                                const CollectiveOptions& options = {});
+  // In place on a contiguous tensor taken as flat: each member gives its segmentOf(numel,
+  // size(), rank()); once complete, every member's tensor holds every member's segment. Dtypes
+  // as allreduce. Started as startAllreduce is. The default pads the segments to one length
+  // and goes through allgather().
+  virtual std::unique_ptr<PendingCollective> startAllgatherSegments(
+      at::Tensor& tensor, const CollectiveOptions& options = {});
+  // The blocking forms of the two above.
+  void reduceScatter(at::Tensor& tensor, const CollectiveOptions& options = {});
+  void allgatherSegments(at::Tensor& tensor, const CollectiveOptions& options = {});
   virtual void broadcast(at::Tensor& tensor, int root, const CollectiveOptions& options = {}) = 0;
   // Returns a tensor of shape [size(), *tensor.shape] holding every member's tensor.
   virtual at::Tensor allgather(const at::Tensor& tensor, const CollectiveOptions& options = {}) = 0;

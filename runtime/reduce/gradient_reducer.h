@@ -69,10 +69,16 @@ std::unique_ptr<GradientReducer> createFp32Reducer(comm::Communicator& comm,
 // tensor in errors, e.g. a non-finite gradient. finish() returns false on the first step and
 // whenever a step's gradients do not fit the scales chosen from the step before; the
 // contributions must then be recomputed identically. Its state() must be checkpointed.
-std::unique_ptr<GradientReducer> createExactReducer(comm::Communicator& comm,
-                                                    const std::vector<at::Tensor>& params,
-                                                    std::vector<std::string> paramNames,
-                                                    int64_t bucketBytes);
+//
+// `collectives`: how the integer sums travel. ReduceScatter (the default): a reduce-scatter of
+// the int64 sums, each process turning its segment into float32 means, then an allgather of
+// the means (12 bytes per element moved where an fp32 allreduce moves 8). Allreduce: an int64
+// allreduce of the sums (16 bytes), kept to compare against; both give the same bits.
+enum class ExactCollectives { ReduceScatter, Allreduce };
+std::unique_ptr<GradientReducer> createExactReducer(
+    comm::Communicator& comm, const std::vector<at::Tensor>& params,
+    std::vector<std::string> paramNames, int64_t bucketBytes,
+    ExactCollectives collectives = ExactCollectives::ReduceScatter);
 
 // The reducer for reduction mode `mode`. `paramNames` is used by modes that name tensors in
 // their errors.

@@ -72,6 +72,16 @@ class CountingCommunicator final : public comm::Communicator {
     return std::make_unique<CountedPending>(std::move(inner), log_, allreduceBytes(bytesOf(tensor), size()),
                                             start, threadCpuSeconds() - cpu0);
   }
+  std::unique_ptr<comm::PendingCollective> startReduceScatter(at::Tensor& tensor,
+                                                              const comm::CollectiveOptions& options) override {
+    return started(halfRingBytes(bytesOf(tensor), size()),
+                   [&] { return inner_.startReduceScatter(tensor, withTimeout(options)); });
+  }
+  std::unique_ptr<comm::PendingCollective> startAllgatherSegments(
+      at::Tensor& tensor, const comm::CollectiveOptions& options) override {
+    return started(halfRingBytes(bytesOf(tensor), size()),
+                   [&] { return inner_.startAllgatherSegments(tensor, withTimeout(options)); });
+  }
   void broadcast(at::Tensor& tensor, int root, const comm::CollectiveOptions& options) override {
     timed(broadcastBytes(bytesOf(tensor), size(), root == rank()),
           [&] { inner_.broadcast(tensor, root, withTimeout(options)); });
@@ -95,6 +105,16 @@ class CountingCommunicator final : public comm::Communicator {
     comm::CollectiveOptions o = options;
     o.timeout = timeoutFor(options);
     return o;
+  }
+
+  // A started collective, recorded from its start to the first test() or wait() that finds it
+  // complete.
+  template <typename Start>
+  std::unique_ptr<comm::PendingCollective> started(TrafficBytes bytes, Start&& start) {
+    const double begin = now();
+    const double cpu0 = threadCpuSeconds();
+    auto inner = start();
+    return std::make_unique<CountedPending>(std::move(inner), log_, bytes, begin, threadCpuSeconds() - cpu0);
   }
 
   template <typename Call>

@@ -20,6 +20,12 @@ TrafficBytes allgatherBytes(int64_t bytesPerMember, int members) {
   return {(members - 1) * bytesPerMember, (members - 1) * bytesPerMember};
 }
 
+TrafficBytes halfRingBytes(int64_t bytes, int members) {
+  if (members <= 1) return {};
+  const int64_t moved = (members - 1) * bytes / members;
+  return {moved, moved};
+}
+
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

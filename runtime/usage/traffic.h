@@ -8,6 +8,8 @@
 //                                        then allgather)
 //   broadcast of B bytes                 the root sends B, every other member receives B
 //   allgather of B bytes per member      sends (N-1) x B and receives (N-1) x B
+//   reduce-scatter of a B-byte buffer,   sends and receives (N-1)/N x B (a ring's half)
+//   segment allgather into B bytes
 //   barrier, split                       no payload
 #pragma once
 
@@ -31,6 +33,9 @@ struct TrafficBytes {
 TrafficBytes allreduceBytes(int64_t bytes, int members);
 TrafficBytes broadcastBytes(int64_t bytes, int members, bool root);
 TrafficBytes allgatherBytes(int64_t bytesPerMember, int members);
+// A reduce-scatter of, or a segment allgather into, a buffer of `bytes` (Communicator::
+// startReduceScatter, startAllgatherSegments): each half of allreduceBytes.
+TrafficBytes halfRingBytes(int64_t bytes, int members);
 
 // Seconds on the steady clock; every usage timestamp uses it.
 double now();

@@ -5,7 +5,8 @@
 //  - the reducers: a streamed contribution (tensor by tensor, out of order, some never
 //    streamed) gives the bits of the unstreamed one, in fp32 and exact mode, and an exact step
 //    whose gradients overflow the speculative scales still asks for a replay, whose streamed
-//    recomputation then gives the unstreamed result;
+//    recomputation then gives the unstreamed result; the exact reducer's reduce-scatter path
+//    gives the bits of its int64 allreduce path;
 //  - the GPU's thread hand-over (GradientHandoff) on CPU: gradients pushed from the thread
 //    running backward reach the reducer on the training thread, which starts a bucket before
 //    backward returns; the bits are those of the unstreamed contribution; errors of either side
@@ -175,6 +176,36 @@ TEST(StreamedContribution, ExactMatchesUnstreamedBitsAndStillReplaysAnOverflow) 
     ASSERT_FALSE(round(*plain, contributions, 1048576.0f, false, a));
     ASSERT_TRUE(round(*plain, contributions, 1048576.0f, false, a));
     EXPECT_TRUE(same(a, b)) << contributions << " contributions";
+  }
+}
+
+// The reduce-scatter of the sums and allgather of the means (the default) against the int64
+// allreduce of the sums: the same bits, streamed or not, with one or two contributions per
+// process, through an overflow's replay, and the same replay decisions.
+TEST(ExactCollectives, ReduceScatterGivesTheBitsOfTheAllreduce) {
+  for (int contributions : {1, 2}) {
+    for (bool streamed : {false, true}) {
+      auto viaAllreduce = reduce::createExactReducer(world(), params(), {"a", "b", "c", "d", "e"},
+                                                     4096, reduce::ExactCollectives::Allreduce);
+      auto viaSegments = reduce::createExactReducer(world(), params(), {"a", "b", "c", "d", "e"},
+                                                    4096, reduce::ExactCollectives::ReduceScatter);
+      auto a = outputs(), b = outputs();
+      // A replay recomputes the same contributions: the next magnitude repeats it.
+      for (float magnitude : {1.0f, 1.0f, 0.5f, 1048576.0f, 1048576.0f, 3.0f, 3.0f}) {
+        SCOPED_TRACE(str(contributions, " contributions, streamed ", streamed, ", magnitude ", magnitude));
+        const bool doneA = round(*viaAllreduce, contributions, magnitude, streamed, a);
+        const bool doneB = round(*viaSegments, contributions, magnitude, streamed, b);
+        EXPECT_EQ(doneA, doneB);
+        EXPECT_TRUE(same(a, b));
+        if (!doneA) continue;
+        bool changed = false;
+        for (const auto& t : b) changed = changed || !at::equal(t, at::full(t.sizes(), 42.0f));
+        EXPECT_TRUE(changed) << "the means were not written";
+      }
+      // The first step, the jump by 2^20 (overflow), the fall by 2^18 (too coarse).
+      EXPECT_EQ(viaAllreduce->replays(), 3);
+      EXPECT_EQ(viaSegments->replays(), 3);
+    }
   }
 }
 

@@ -24,6 +24,27 @@ TEST(TrafficBytes, FollowTheRingAndTreeFormulas) {
   EXPECT_EQ(usage::broadcastBytes(100, 3, true).sent, 100);
   EXPECT_EQ(usage::broadcastBytes(100, 3, false).received, 100);
   EXPECT_EQ(usage::allgatherBytes(10, 4).sent, 30);
+  EXPECT_EQ(usage::halfRingBytes(3000, 3).sent, 2000);  // (N-1)/N: half an allreduce
+  EXPECT_EQ(usage::halfRingBytes(3000, 1).received, 0);
+}
+
+// The exact reducer's pair: a reduce-scatter of int64 sums and an allgather of float32 means
+// log 1.5x the bytes of an fp32 allreduce of as many elements.
+TEST(CountingCommunicator, LogsTheSegmentedCollectivesAsHalfRings) {
+  std::mutex m;
+  std::vector<int64_t> sent(3);
+  tl::testing::runInMemoryRanks(3, [&](comm::Communicator& inner) {
+    usage::TrafficLog log;
+    auto comm = usage::countTraffic(inner, log);
+    at::Tensor sums = at::ones({300}, at::kLong);  // 2400 bytes
+    comm->startReduceScatter(sums)->wait();
+    at::Tensor means = at::ones({300}, at::kFloat);  // 1200 bytes
+    comm->startAllgatherSegments(means)->wait();
+    std::lock_guard<std::mutex> lock(m);
+    sent[comm->rank()] = log.sentTotal();
+  });
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(sent[r], (2400 + 1200) * 2 / 3) << r;
+  EXPECT_EQ(2 * sent[0], 3 * usage::allreduceBytes(1200, 3).sent);
 }
 
 TEST(CountingCommunicator, ForwardsCallsAndLogsTheirBytes) {

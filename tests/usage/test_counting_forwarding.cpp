@@ -38,6 +38,11 @@ std::set<std::string> virtualsOf(const std::string& header, const std::string& c
   return names;
 }
 
+struct Done final : comm::PendingCollective {
+  bool test() override { return true; }
+  void wait() override {}
+};
+
 // Records the name of every virtual called on it (and on the collectives it starts).
 class Probe final : public comm::Communicator {
  public:
@@ -56,6 +61,16 @@ class Probe final : public comm::Communicator {
       void wait() override { probe.note("wait"); }
     };
     return std::make_unique<Pending>(*this);
+  }
+  std::unique_ptr<comm::PendingCollective> startReduceScatter(at::Tensor&,
+                                                              const comm::CollectiveOptions&) override {
+    note("startReduceScatter");
+    return std::make_unique<Done>();
+  }
+  std::unique_ptr<comm::PendingCollective> startAllgatherSegments(
+      at::Tensor&, const comm::CollectiveOptions&) override {
+    note("startAllgatherSegments");
+    return std::make_unique<Done>();
   }
   void broadcast(at::Tensor&, int, const comm::CollectiveOptions&) override { note("broadcast"); }
   at::Tensor allgather(const at::Tensor& t, const comm::CollectiveOptions&) override {
@@ -77,7 +92,8 @@ TEST(CountingCommunicator, ForwardsEveryVirtualOfTheInterface) {
   const auto communicator = virtualsOf(header, "Communicator");
   const auto pending = virtualsOf(header, "PendingCollective");
   // The parse itself: it finds the interface as it is today.
-  for (const char* name : {"allreduce", "startAllreduce", "broadcast", "allgather", "barrier", "split"})
+  for (const char* name : {"allreduce", "startAllreduce", "startReduceScatter",
+                           "startAllgatherSegments", "broadcast", "allgather", "barrier", "split"})
     EXPECT_TRUE(communicator.count(name)) << name;
   EXPECT_EQ(pending, (std::set<std::string>{"test", "wait"}));
 
@@ -92,6 +108,8 @@ TEST(CountingCommunicator, ForwardsEveryVirtualOfTheInterface) {
   auto started = wrapper->startAllreduce(t, comm::ReduceOp::Sum);
   EXPECT_FALSE(started->test());
   started->wait();
+  wrapper->reduceScatter(t);
+  wrapper->allgatherSegments(t);
   wrapper->broadcast(t, 0);
   (void)wrapper->allgather(t);
   wrapper->barrier();

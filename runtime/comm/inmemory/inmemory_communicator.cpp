@@ -66,6 +66,12 @@ std::string shapeOf(const at::Tensor& tensor) {
   return shape + "]";
 }
 
+class Completed final : public PendingCollective {
+ public:
+  bool test() override { return true; }
+  void wait() override {}
+};
+
 // Threading and errors: see inmemory_communicator.h. Inputs are not copied on arrival: their
 // owners are blocked in the collective until the last member has computed the results (or the
 // communicator failed, and then nobody reads them).
@@ -89,6 +95,48 @@ class InMemoryCommunicator final : public Communicator {
     meeting.complete = [op](Round& round) { round.result = reduceInRankOrder(round.inputs, op); };
     const std::shared_ptr<Round> round = meet(meeting, options);
     tensor.copy_(round->result.view(tensor.sizes()));
+  }
+
+  // Blocking, as every collective here: the handle comes back complete.
+  std::unique_ptr<PendingCollective> startReduceScatter(at::Tensor& tensor,
+                                                        const CollectiveOptions& options) override {
+    enter("reduceScatter");
+    checkTensor(tensor, "reduceScatter", /*mustBeContiguous=*/true);
+    checkReducible(tensor);
+    Meeting meeting;
+    meeting.signature = str("reduceScatter(", describeTensor(tensor), ")");
+    meeting.contribute = [&](Round& round) { input(round) = tensor; };
+    meeting.complete = [](Round& round) {
+      round.result = reduceInRankOrder(round.inputs, ReduceOp::Sum);
+    };
+    const std::shared_ptr<Round> round = meet(meeting, options);
+    const Segment mine = segmentOf(tensor.numel(), size(), rank_);
+    tensor.view({-1}).narrow(0, mine.offset, mine.length)
+        .copy_(round->result.view({-1}).narrow(0, mine.offset, mine.length));
+    return std::make_unique<Completed>();
+  }
+
+  std::unique_ptr<PendingCollective> startAllgatherSegments(
+      at::Tensor& tensor, const CollectiveOptions& options) override {
+    enter("allgatherSegments");
+    checkTensor(tensor, "allgatherSegments", /*mustBeContiguous=*/true);
+    checkReducible(tensor);
+    Meeting meeting;
+    meeting.signature = str("allgatherSegments(", describeTensor(tensor), ")");
+    meeting.contribute = [&](Round& round) { input(round) = tensor; };
+    const int members = size();
+    meeting.complete = [members](Round& round) {
+      at::Tensor whole = at::empty_like(round.inputs.front()).view({-1});
+      for (int r = 0; r < members; ++r) {
+        const Segment theirs = segmentOf(whole.numel(), members, r);
+        whole.narrow(0, theirs.offset, theirs.length)
+            .copy_(round.inputs[r].view({-1}).narrow(0, theirs.offset, theirs.length));
+      }
+      round.result = whole;
+    };
+    const std::shared_ptr<Round> round = meet(meeting, options);
+    tensor.view({-1}).copy_(round->result);
+    return std::make_unique<Completed>();
   }
 
   void broadcast(at::Tensor& tensor, int root, const CollectiveOptions& options) override {

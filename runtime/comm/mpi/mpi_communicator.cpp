@@ -92,8 +92,20 @@ class MpiCommunicator final : public Communicator {
     enter("allreduce");
     checkTensor(tensor, "allreduce", /*mustBeContiguous=*/true);
     Started started = beginAllreduce(tensor, op, options);
-    return std::make_unique<Pending>(*this, std::move(started),
+    return std::make_unique<Pending>(*this, std::move(started), "allreduce",
                                      str("allreduce(", toString(op), ", ", describeTensor(tensor), ")"));
+  }
+
+  // Either half of the ring alone (mpi_ring_allreduce.h): whatever the size, since that is what
+  // saves the bytes, and an integer sum's bits do not depend on the order.
+  std::unique_ptr<PendingCollective> startReduceScatter(at::Tensor& tensor,
+                                                        const CollectiveOptions& options) override {
+    return startHalfRing("reduceScatter", detail::RingPhases::ReduceScatter, tensor, options);
+  }
+
+  std::unique_ptr<PendingCollective> startAllgatherSegments(
+      at::Tensor& tensor, const CollectiveOptions& options) override {
+    return startHalfRing("allgatherSegments", detail::RingPhases::Allgather, tensor, options);
   }
 
   // Bytes, not typed elements: broadcast copies, so every dtype works.
@@ -160,33 +172,64 @@ class MpiCommunicator final : public Communicator {
     finish(started, [&] { return str("allreduce(", toString(op), ", ", describeTensor(shown), ")"); });
   }
 
+  // A reduce-scatter or segment allgather: a half of the ring. A CUDA tensor is staged through
+  // host memory around a blocking one; a single member or an empty tensor has nothing to move.
+  std::unique_ptr<PendingCollective> startHalfRing(const char* operation, detail::RingPhases phases,
+                                                   at::Tensor& tensor,
+                                                   const CollectiveOptions& options) {
+    enter(operation);
+    checkTensor(tensor, operation, /*mustBeContiguous=*/true);
+    (void)detail::reductionDatatype(tensor.scalar_type());  // tl::Error for other dtypes
+    const auto description = [&] { return str(operation, "(", describeTensor(tensor), ")"); };
+    const auto completed = [&] {
+      return std::make_unique<Pending>(*this, Started{}, operation, "", /*done=*/true);
+    };
+    if (size_ == 1 || tensor.numel() == 0) return completed();
+    if (tensor.is_cuda()) {
+      at::Tensor host = tensor.cpu();
+      Started started = beginRing(host.view({-1}), phases, operation, options);
+      finish(started, description);
+      tensor.copy_(host);
+      return completed();
+    }
+    Started started = beginRing(tensor.view({-1}), phases, operation, options);
+    return std::make_unique<Pending>(*this, std::move(started), operation, description());
+  }
+
+  // Starts a ring over `tensor` (mpi_ring_allreduce.h). Rings in flight together (overlapped
+  // buckets) each use their own range of tags.
+  Started beginRing(at::Tensor tensor, detail::RingPhases phases, const char* operation,
+                    const CollectiveOptions& options) {
+    return beginPolled({tensor}, options, [&](std::vector<at::Tensor>& buffers) {
+      const std::int64_t chunk = std::clamp<std::int64_t>(
+          options_.ringChunkBytes / tensor.element_size(), 1, options_.maxCountPerCall);
+      const int slot = static_cast<int>(ringsStarted_++ % kRingTagSlots);
+      std::weak_ptr<detail::RingAllreduce>& previous = ringInSlot_[slot];
+      if (auto live = previous.lock(); live && !live->done()) {
+        // The ring kRingTagSlots collectives back still uses these tags: finish it first.
+        if (!detail::pollUntil([&] { progressRings(); return live->done(); },
+                               detail::deadlineAfter(timeoutFor(options))))
+          throw TimeoutError(str("mpi ", operation, ": the ring ", kRingTagSlots,
+                                 " collectives back did not finish in time to free its tags"));
+      }
+      auto ring = std::make_shared<detail::RingAllreduce>(
+          comm_, tensor, chunk, slot, kRingTagSlots,
+          takeScratch(detail::RingAllreduce::scratchBytes(tensor, size_)), phases);
+      previous = ring;
+      buffers.push_back(ring->scratch());
+      ring->start();
+      return [this, ring] { return progressRing(*ring); };
+    });
+  }
+
   // Large order-free sums go around a ring of point-to-point messages (mpi_ring_allreduce.h);
   // the rest through MPI_Iallreduce in chunks.
   Started beginAllreduce(at::Tensor& tensor, ReduceOp op, const CollectiveOptions& options) {
     const std::int64_t itemSize = tensor.element_size();
     if (size_ > 1 && std::int64_t(tensor.nbytes()) >= options_.ringMinBytes &&
         detail::ringReducesExactly(op, tensor.scalar_type(), size_)) {
-      return beginPolled({tensor}, options, [&](std::vector<at::Tensor>& buffers) {
-        const std::int64_t chunk =
-            std::clamp<std::int64_t>(options_.ringChunkBytes / itemSize, 1, options_.maxCountPerCall);
-        // Overlapped buckets keep several rings in flight: each its own range of tags.
-        const int slot = static_cast<int>(ringsStarted_++ % kRingTagSlots);
-        std::weak_ptr<detail::RingAllreduce>& previous = ringInSlot_[slot];
-        if (auto live = previous.lock(); live && !live->done()) {
-          // The ring kRingTagSlots collectives back still uses these tags: finish it first.
-          if (!detail::pollUntil([&] { progressRings(); return live->done(); },
-                                 detail::deadlineAfter(timeoutFor(options))))
-            throw TimeoutError(str("mpi allreduce: the ring allreduce ", kRingTagSlots,
-                                   " collectives back did not finish in time to free its tags"));
-        }
-        auto ring = std::make_shared<detail::RingAllreduce>(
-            comm_, tensor, chunk, slot, kRingTagSlots,
-            takeScratch(detail::RingAllreduce::scratchBytes(tensor, size_)));
-        previous = ring;
-        buffers.push_back(ring->scratch());
-        ring->start();
-        return [this, ring] { return progressRing(*ring); };
-      });
+      return beginRing(tensor, detail::RingPhases::ReduceScatterThenAllgather, "allreduce",
+                       options);
     }
     const MPI_Datatype type = detail::reductionDatatype(tensor.scalar_type());
     const MPI_Op mpiOp = detail::reductionOperation(op);
@@ -368,11 +411,14 @@ class MpiCommunicator final : public Communicator {
     detail::keepAliveUntilFinalize(std::move(op.buffers));
   }
 
-  // startAllreduce's handle: waits as the blocking collective does.
+  // A started collective's handle: waits as the blocking collective does. `done`: one that
+  // already completed (a staged CUDA tensor's).
   class Pending final : public PendingCollective {
    public:
-    Pending(MpiCommunicator& comm, Started op, std::string description)
-        : comm_(comm), op_(std::move(op)), description_(std::move(description)) {}
+    Pending(MpiCommunicator& comm, Started op, const char* operation, std::string description,
+            bool done = false)
+        : comm_(comm), op_(std::move(op)), operation_(operation),
+          description_(std::move(description)), done_(done) {}
     ~Pending() override {
       if (!done_) {
         comm_.fail(op_, std::make_exception_ptr(Error(str("mpi ", description_, " was abandoned "
@@ -381,14 +427,14 @@ class MpiCommunicator final : public Communicator {
     }
     bool test() override {
       if (!done_) {
-        comm_.enter("allreduce");
+        comm_.enter(operation_);
         done_ = comm_.progress(op_);
       }
       return done_;
     }
     void wait() override {
       if (done_) return;
-      comm_.enter("allreduce");
+      comm_.enter(operation_);
       done_ = true;  // whatever happens next, this handle no longer owns a live operation
       comm_.finish(op_, [this] { return description_; });
     }
@@ -396,6 +442,7 @@ class MpiCommunicator final : public Communicator {
    private:
     MpiCommunicator& comm_;
     Started op_;
+    const char* operation_;
     std::string description_;
     bool done_ = false;
   };

@@ -72,7 +72,7 @@ bool ringReducesExactly(ReduceOp op, at::ScalarType type, int size) {
 }
 
 RingAllreduce::RingAllreduce(MPI_Comm comm, at::Tensor buffer, std::int64_t chunkElements,
-                             int tagSlot, int tagSlots, at::Tensor scratch)
+                             int tagSlot, int tagSlots, at::Tensor scratch, RingPhases phases)
     : comm_(comm), buffer_(std::move(buffer)), type_(reductionDatatype(buffer_.scalar_type())) {
   TL_CHECK(buffer_.device().is_cpu() && buffer_.is_contiguous(),
            "the ring allreduce works on a contiguous CPU tensor");
@@ -80,7 +80,9 @@ RingAllreduce::RingAllreduce(MPI_Comm comm, at::Tensor buffer, std::int64_t chun
   TL_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   TL_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   TL_CHECK_GE(size_, 2, "a ring allreduce needs two members");
-  steps_ = 2 * (size_ - 1);
+  steps_ = phases == RingPhases::ReduceScatterThenAllgather ? 2 * (size_ - 1) : size_ - 1;
+  firstStep_ = phases == RingPhases::Allgather ? size_ - 1 : 0;
+  segmentShift_ = phases == RingPhases::ReduceScatterThenAllgather ? 0 : -1;
   TL_CHECK(tagSlots >= 1 && tagSlot >= 0 && tagSlot < tagSlots, "ring allreduce tag slot");
   const int tagSpan = largestTag(comm_) / tagSlots;
   TL_CHECK_GE(tagSpan, steps_, "MPI tags per ring allreduce (MPI_TAG_UB / concurrent rings)");
@@ -135,12 +137,15 @@ void RingAllreduce::start() {
 // (rank - t - 1) from its left one, which is the segment it sends at step t + 1. The first
 // size-1 steps add what arrives (reduce-scatter); after them segment (rank + 1) is complete
 // here, and the remaining steps pass the complete segments around (allgather).
+// A half alone shifts the segments by one, so that member r ends (reduce-scatter) or starts
+// (allgather) with segment r.
 void RingAllreduce::post(int chunk) {
-  const int step = chunks_[chunk].step;
+  const int localStep = chunks_[chunk].step;
+  const int step = ringStep(localStep);
   const int right = (rank_ + 1) % size_;
   const int left = positiveModulo(rank_ - 1, size_);
-  const int sendSegment = positiveModulo(rank_ - step, size_);
-  const int receiveSegment = positiveModulo(rank_ - step - 1, size_);
+  const int sendSegment = positiveModulo(rank_ - step + segmentShift_, size_);
+  const int receiveSegment = positiveModulo(rank_ - step - 1 + segmentShift_, size_);
   const std::int64_t itemSize = buffer_.element_size();
   auto* base = static_cast<char*>(buffer_.data_ptr());
   const std::int64_t within = chunk * chunkElements_;
@@ -148,10 +153,10 @@ void RingAllreduce::post(int chunk) {
   char* into = reducing ? static_cast<char*>(scratch_.data_ptr()) + within * itemSize
                         : base + (segmentStart(receiveSegment) + within) * itemSize;
   TL_MPI_CHECK(MPI_Irecv(into, static_cast<int>(chunkCount(receiveSegment, chunk)), type_, left,
-                         tag(step, chunk), comm_, &requests_[2 * chunk]));
+                         tag(localStep, chunk), comm_, &requests_[2 * chunk]));
   TL_MPI_CHECK(MPI_Isend(base + (segmentStart(sendSegment) + within) * itemSize,
                          static_cast<int>(chunkCount(sendSegment, chunk)), type_, right,
-                         tag(step, chunk), comm_, &requests_[2 * chunk + 1]));
+                         tag(localStep, chunk), comm_, &requests_[2 * chunk + 1]));
 }
 
 // Both messages of the chunk's step are done: reduce what arrived, then take the next step.
@@ -159,8 +164,8 @@ void RingAllreduce::post(int chunk) {
 // into the buffer comes after the send that read that segment (an earlier step) completed.
 void RingAllreduce::advance(int chunk) {
   Chunk& state = chunks_[chunk];
-  if (state.step < size_ - 1) {
-    const int segment = positiveModulo(rank_ - state.step - 1, size_);
+  if (ringStep(state.step) < size_ - 1) {
+    const int segment = positiveModulo(rank_ - ringStep(state.step) - 1 + segmentShift_, size_);
     const std::int64_t count = chunkCount(segment, chunk);
     if (count > 0) {
       const std::int64_t within = chunk * chunkElements_;

@@ -19,6 +19,12 @@
 
 namespace tl::comm::detail {
 
+// Which part of the ring a RingAllreduce runs. The two halves alone are the communicator's
+// reduce-scatter and segment allgather: there member r owns segment r (segmentOf in
+// communicator.h, the ring's own layout), while the whole ring leaves segment r + 1 complete
+// on member r between its halves.
+enum class RingPhases { ReduceScatterThenAllgather, ReduceScatter, Allgather };
+
 // True when the ring gives exactly the bits any other order would: integer sums, or float sums
 // over two members.
 bool ringReducesExactly(ReduceOp op, at::ScalarType type, int size);
@@ -34,8 +40,10 @@ class RingAllreduce {
   // scratch: uint8 space of at least scratchBytes() for the ring to receive into (the
   // communicator recycles it across rings: touching fresh pages cost more than a small ring's
   // transfer on a loaded machine); undefined: the ring allocates its own.
+  // phases: the whole allreduce, or one of its halves (RingPhases).
   RingAllreduce(MPI_Comm comm, at::Tensor buffer, std::int64_t chunkElements, int tagSlot = 0,
-                int tagSlots = 1, at::Tensor scratch = {});
+                int tagSlots = 1, at::Tensor scratch = {},
+                RingPhases phases = RingPhases::ReduceScatterThenAllgather);
   RingAllreduce(const RingAllreduce&) = delete;
   RingAllreduce& operator=(const RingAllreduce&) = delete;
 
@@ -53,8 +61,11 @@ class RingAllreduce {
 
  private:
   struct Chunk {
-    int step = 0;  // 0 .. 2(size-1); reduce-scatter steps first, then allgather
+    int step = 0;  // 0 .. steps_; for the whole ring reduce-scatter steps first, then allgather
   };
+  // Step `step` of this ring as a step of the whole ring (0 .. 2(size-1)): an allgather alone
+  // starts at the whole ring's step size-1.
+  int ringStep(int step) const { return step + firstStep_; }
   void post(int chunk);
   void advance(int chunk);
   std::int64_t segmentStart(int segment) const;
@@ -70,6 +81,8 @@ class RingAllreduce {
   MPI_Datatype type_;
   std::int64_t chunkElements_;
   int steps_ = 0;
+  int firstStep_ = 0;
+  int segmentShift_ = 0;  // -1 for a half alone: member r then owns segment r
   int tagBase_ = 0;
   std::vector<Chunk> chunks_;
   std::vector<MPI_Request> requests_;  // chunk c: [2c] its receive, [2c + 1] its send

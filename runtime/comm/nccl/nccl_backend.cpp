@@ -119,8 +119,18 @@ class NcclCommunicator final : public Communicator {
       fail();
       throw;
     }
-    return std::make_unique<Pending>(*this, tensor, done, deadline, timeout,
+    return std::make_unique<Pending>(*this, std::vector<at::Tensor>{tensor}, done, deadline, timeout,
                                      str("allreduce(", toString(op), ", ", describeTensor(tensor), ")"));
+  }
+
+  std::unique_ptr<PendingCollective> startReduceScatter(at::Tensor& tensor,
+                                                        const CollectiveOptions& options) override {
+    return startSegmented("reduceScatter", tensor, options, /*reduce=*/true);
+  }
+
+  std::unique_ptr<PendingCollective> startAllgatherSegments(
+      at::Tensor& tensor, const CollectiveOptions& options) override {
+    return startSegmented("allgatherSegments", tensor, options, /*reduce=*/false);
   }
 
   // Bytes, not typed elements: broadcast copies, so every dtype works.
@@ -203,12 +213,66 @@ class NcclCommunicator final : public Communicator {
              describeTensor(tensor), ")");
   }
 
-  // A started allreduce: its completion event, polled on the communicator's thread.
+  // ncclReduceScatter (sum) or ncclAllGather, started: in place when the segments (segmentOf)
+  // are all one length; otherwise through a buffer of size() equal slots, copied on our stream
+  // (NCCL's segments must be equal, tl's differ by one element when numel % size != 0). The
+  // slots' padding is never read.
+  std::unique_ptr<PendingCollective> startSegmented(const char* operation, at::Tensor& tensor,
+                                                    const CollectiveOptions& options, bool reduce) {
+    enter();
+    checkCudaTensor(tensor, operation, /*mustBeContiguous=*/true);
+    const ncclDataType_t type = reductionType(tensor.scalar_type());
+    const std::int64_t numel = tensor.numel();
+    const std::int64_t slot = (numel + size_ - 1) / size_;
+    const bool equal = numel % size_ == 0;
+    const std::int64_t itemSize = tensor.element_size();
+    at::Tensor slots = equal ? tensor : at::empty({slot * size_}, tensor.options());
+    const std::chrono::milliseconds timeout = timeoutFor(options);
+    const Clock::time_point deadline = deadlineAfter(timeout);
+    cudaEvent_t done = nullptr;
+    try {
+      TL_CUDA_CHECK(cudaSetDevice(device_));
+      TL_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+      waitForProducer();
+      auto* flat = static_cast<char*>(tensor.data_ptr());
+      auto* padded = static_cast<char*>(slots.data_ptr());
+      // Member r's segment between the tensor and slot r: everyone's, or only this member's.
+      const auto copy = [&](bool intoSlots, bool onlyMine) {
+        for (int r = 0; r < size_; ++r) {
+          const Segment segment = segmentOf(numel, size_, r);
+          if ((onlyMine && r != rank_) || segment.length == 0) continue;
+          char* inTensor = flat + segment.offset * itemSize;
+          char* inSlot = padded + r * slot * itemSize;
+          TL_CUDA_CHECK(cudaMemcpyAsync(intoSlots ? inSlot : inTensor, intoSlots ? inTensor : inSlot,
+                                        segment.length * itemSize, cudaMemcpyDeviceToDevice, stream_));
+        }
+      };
+      char* mine = padded + rank_ * slot * itemSize;
+      if (numel > 0 && reduce) {
+        if (!equal) copy(/*intoSlots=*/true, /*onlyMine=*/false);
+        TL_NCCL_CHECK(ncclReduceScatter(padded, mine, slot, type, ncclSum, comm_, stream_));
+        if (!equal) copy(/*intoSlots=*/false, /*onlyMine=*/true);
+      } else if (numel > 0) {
+        if (!equal) copy(/*intoSlots=*/true, /*onlyMine=*/true);
+        TL_NCCL_CHECK(ncclAllGather(mine, padded, slot, type, comm_, stream_));
+        if (!equal) copy(/*intoSlots=*/false, /*onlyMine=*/false);
+      }
+      TL_CUDA_CHECK(cudaEventRecord(done, stream_));
+    } catch (...) {
+      if (done != nullptr) cudaEventDestroy(done);
+      fail();
+      throw;
+    }
+    return std::make_unique<Pending>(*this, std::vector<at::Tensor>{tensor, slots}, done, deadline,
+                                     timeout, str(operation, "(", describeTensor(tensor), ")"));
+  }
+
+  // A started collective: its completion event, polled on the communicator's thread.
   class Pending final : public PendingCollective {
    public:
-    Pending(NcclCommunicator& comm, at::Tensor tensor, cudaEvent_t done, Clock::time_point deadline,
-            std::chrono::milliseconds timeout, std::string description)
-        : comm_(comm), tensor_(std::move(tensor)), done_(done), deadline_(deadline),
+    Pending(NcclCommunicator& comm, std::vector<at::Tensor> tensors, cudaEvent_t done,
+            Clock::time_point deadline, std::chrono::milliseconds timeout, std::string description)
+        : comm_(comm), tensors_(std::move(tensors)), done_(done), deadline_(deadline),
           timeout_(timeout), description_(std::move(description)) {}
 
     ~Pending() override {
@@ -245,7 +309,7 @@ class NcclCommunicator final : public Communicator {
     }
 
     NcclCommunicator& comm_;
-    at::Tensor tensor_;  // kept allocated while the stream may write it
+    std::vector<at::Tensor> tensors_;  // kept allocated while the stream may use them
     cudaEvent_t done_;
     Clock::time_point deadline_;
     std::chrono::milliseconds timeout_;

@@ -74,6 +74,24 @@ inline at::Tensor expectedReduction(ReduceOp op, int size, at::ScalarType type,
   return {};
 }
 
+// Element counts for the segmented collectives: empty, fewer elements than members, segments
+// of unequal length, and a ring of several chunks per segment.
+inline const std::int64_t kSegmentedCounts[] = {0, 1, 2, 5, 37, 300001};
+
+// int64 values whose sum float64 could not hold exactly (near 2^60, and odd).
+inline at::Tensor largeIntegers(int rank, std::int64_t count) {
+  return at::arange(count, at::kLong) * 3 + (std::int64_t(1) << 60) + 2 * rank + 1;
+}
+
+// `whole` with only member `rank`'s segment kept and the rest overwritten, as a member of a
+// segment allgather holds it before the collective.
+inline at::Tensor onlySegment(const at::Tensor& whole, int size, int rank) {
+  const Segment mine = segmentOf(whole.numel(), size, rank);
+  at::Tensor held = at::full_like(whole, 7);
+  held.narrow(0, mine.offset, mine.length).copy_(whole.narrow(0, mine.offset, mine.length));
+  return held;
+}
+
 inline std::string describe(const at::Tensor& t) {
   std::ostringstream os;
   os << t;

@@ -1,4 +1,4 @@
-// Conformance: allreduce, broadcast, allgather, barrier.
+// Conformance: allreduce, broadcast, allgather, reduce-scatter, segment allgather, barrier.
 #include <thread>
 
 #include "common/check.h"
@@ -110,6 +110,95 @@ TEST_P(CommunicatorConformance, AllgatherOfScalarsAndNonContiguousTensors) {
   ASSERT_EQ(gathered.sizes(), at::IntArrayRef({comm->size(), 4, 3}));
   for (int r = 0; r < comm->size(); ++r)
     EXPECT_TRUE(at::equal(gathered[r].cpu(), contribution(r, at::kFloat, 12).reshape({3, 4}).t()));
+}
+
+// Every member's segment holds the exact sum; for floats too, whose values here sum exactly in
+// any order.
+TEST_P(CommunicatorConformance, ReduceScatterSumsEachMembersSegmentExactly) {
+  const int size = comm->size();
+  for (std::int64_t count : kSegmentedCounts) {
+    const Segment mine = segmentOf(count, size, comm->rank());
+    for (at::ScalarType type : kReducibleTypes) {
+      SCOPED_TRACE(str(c10::toString(type), " x ", count));
+      at::Tensor tensor = onDevice(contribution(comm->rank(), type, count));
+      comm->reduceScatter(tensor, patient());
+      const at::Tensor expected = expectedReduction(ReduceOp::Sum, size, type, count);
+      EXPECT_TRUE(at::equal(tensor.cpu().narrow(0, mine.offset, mine.length),
+                            expected.narrow(0, mine.offset, mine.length)));
+    }
+    at::Tensor large = onDevice(largeIntegers(comm->rank(), count));
+    comm->reduceScatter(large, patient());
+    at::Tensor sum = largeIntegers(0, count);
+    for (int r = 1; r < size; ++r) sum += largeIntegers(r, count);
+    EXPECT_TRUE(at::equal(large.cpu().narrow(0, mine.offset, mine.length),
+                          sum.narrow(0, mine.offset, mine.length)))
+        << "int64 sums of " << count << " elements";
+  }
+}
+
+TEST_P(CommunicatorConformance, AllgatherSegmentsGivesEveryMemberTheWhole) {
+  for (std::int64_t count : kSegmentedCounts) {
+    for (at::ScalarType type : kReducibleTypes) {
+      SCOPED_TRACE(str(c10::toString(type), " x ", count));
+      const at::Tensor whole = contribution(5, type, count);
+      at::Tensor tensor = onDevice(onlySegment(whole, comm->size(), comm->rank()));
+      comm->allgatherSegments(tensor, patient());
+      EXPECT_TRUE(at::equal(tensor.cpu(), whole));
+    }
+  }
+  // A multi-dimensional tensor is taken as flat.
+  const at::Tensor grid = at::arange(35, at::kFloat).reshape({5, 7});
+  at::Tensor tensor = onDevice(onlySegment(grid.reshape({35}), comm->size(), comm->rank()).reshape({5, 7}));
+  comm->allgatherSegments(tensor, patient());
+  EXPECT_TRUE(at::equal(tensor.cpu(), grid));
+}
+
+// As the exact reducer does: reduce-scatters started together, then segment allgathers, waited
+// for in another order.
+TEST_P(CommunicatorConformance, StartedSegmentedCollectivesFinishLikeBlockingOnes) {
+  const int size = comm->size();
+  std::vector<at::Tensor> sums;
+  std::vector<std::unique_ptr<PendingCollective>> pending;
+  for (std::int64_t count : {std::int64_t(70'001), std::int64_t(3), std::int64_t(5'000)}) {
+    sums.push_back(onDevice(largeIntegers(comm->rank(), count)));
+    pending.push_back(comm->startReduceScatter(sums.back(), patient()));
+  }
+  std::vector<at::Tensor> means;
+  for (size_t i = sums.size(); i-- > 0;) {
+    pending[i]->wait();
+    const at::Tensor whole = at::arange(sums[i].numel(), at::kFloat) / 3;
+    means.push_back(onDevice(onlySegment(whole, size, comm->rank())));
+    pending.push_back(comm->startAllgatherSegments(means.back(), patient()));
+  }
+  for (auto& p : pending) p->wait();
+  for (size_t i = 0; i < sums.size(); ++i) {
+    const std::int64_t count = sums[i].numel();
+    at::Tensor sum = largeIntegers(0, count);
+    for (int r = 1; r < size; ++r) sum += largeIntegers(r, count);
+    const Segment mine = segmentOf(count, size, comm->rank());
+    EXPECT_TRUE(at::equal(sums[i].cpu().narrow(0, mine.offset, mine.length),
+                          sum.narrow(0, mine.offset, mine.length))) << "sums " << i;
+  }
+  for (const at::Tensor& m : means)
+    EXPECT_TRUE(at::equal(m.cpu(), at::arange(m.numel(), at::kFloat) / 3));
+}
+
+TEST_P(CommunicatorConformance, SegmentedCollectivesRefuseBadTensorsAndStayUsable) {
+  at::Tensor half = onDevice(at::ones({4}, at::kHalf));
+  EXPECT_THROW(comm->reduceScatter(half, patient()), tl::Error);
+  EXPECT_THROW(comm->allgatherSegments(half, patient()), tl::Error);
+  at::Tensor transposed = onDevice(at::ones({3, 5}, at::kLong)).t();
+  EXPECT_THROW(comm->reduceScatter(transposed, patient()), tl::Error);
+  EXPECT_THROW(comm->allgatherSegments(transposed, patient()), tl::Error);
+  at::Tensor elsewhere = GetParam().wrongDeviceTensor();
+  EXPECT_THROW(comm->reduceScatter(elsewhere, patient()), tl::Error);
+  at::Tensor undefined;
+  EXPECT_THROW(comm->startReduceScatter(undefined, patient()), tl::Error);
+  at::Tensor fine = onDevice(at::ones({4}, at::kLong));
+  comm->reduceScatter(fine, patient());
+  const Segment mine = segmentOf(4, comm->size(), comm->rank());
+  EXPECT_TRUE(at::equal(fine.cpu().narrow(0, mine.offset, mine.length),
+                        at::full({mine.length}, comm->size(), at::kLong)));
 }
 
 TEST_P(CommunicatorConformance, BarrierWaitsForTheSlowestMember) {

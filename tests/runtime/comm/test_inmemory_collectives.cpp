@@ -195,6 +195,78 @@ TEST(InMemoryCommunicator, BarrierWaitsForTheSlowestMember) {
   }
 }
 
+TEST(SegmentOf, SplitsAsEvenlyAsCanBeWithTheFirstSegmentsLonger) {
+  struct Case {
+    std::int64_t numel;
+    int size;
+    std::vector<std::int64_t> lengths;
+  };
+  const std::vector<Case> cases = {
+      {0, 3, {0, 0, 0}}, {1, 3, {1, 0, 0}}, {2, 3, {1, 1, 0}}, {7, 3, {3, 2, 2}},
+      {9, 3, {3, 3, 3}}, {5, 1, {5}},       {10, 4, {3, 3, 2, 2}}};
+  for (const auto& [numel, size, lengths] : cases) {
+    std::int64_t offset = 0;
+    for (int r = 0; r < size; ++r) {
+      const Segment s = segmentOf(numel, size, r);
+      EXPECT_EQ(s.offset, offset) << numel << " over " << size << ", rank " << r;
+      EXPECT_EQ(s.length, lengths[r]) << numel << " over " << size << ", rank " << r;
+      offset += s.length;
+    }
+    EXPECT_EQ(offset, numel);
+  }
+  EXPECT_THROW(segmentOf(5, 2, 2), Error);
+  EXPECT_THROW(segmentOf(-1, 2, 0), Error);
+  EXPECT_THROW(segmentOf(5, 0, 0), Error);
+}
+
+TEST(InMemoryCommunicator, ReduceScatterSumsEachMembersSegmentExactly) {
+  for (int size : {1, 2, 3, 4}) {
+    runInMemoryRanks(size, [&](Communicator& comm) {
+      for (std::int64_t count : {0, 1, 2, 5, 37}) {
+        for (at::ScalarType type : kReducibleTypes) {
+          SCOPED_TRACE(str(c10::toString(type), " x ", count, " on ", size, " ranks"));
+          at::Tensor tensor = contribution(comm.rank(), type, count);
+          comm.reduceScatter(tensor, kPatient);
+          const Segment mine = segmentOf(count, size, comm.rank());
+          const at::Tensor expected = expectedReduction(ReduceOp::Sum, size, type, count);
+          EXPECT_TRUE(at::equal(tensor.narrow(0, mine.offset, mine.length),
+                                expected.narrow(0, mine.offset, mine.length)))
+              << "got " << describe(tensor) << "\nexpected " << describe(expected);
+        }
+        at::Tensor large = largeIntegers(comm.rank(), count);
+        comm.reduceScatter(large, kPatient);
+        at::Tensor sum = largeIntegers(0, count);
+        for (int r = 1; r < size; ++r) sum += largeIntegers(r, count);
+        const Segment mine = segmentOf(count, size, comm.rank());
+        EXPECT_TRUE(at::equal(large.narrow(0, mine.offset, mine.length),
+                              sum.narrow(0, mine.offset, mine.length)));
+      }
+    });
+  }
+}
+
+TEST(InMemoryCommunicator, AllgatherSegmentsGivesEveryMemberTheWhole) {
+  for (int size : {1, 2, 3, 4}) {
+    runInMemoryRanks(size, [&](Communicator& comm) {
+      for (std::int64_t count : {0, 1, 2, 5, 37}) {
+        for (at::ScalarType type : kReducibleTypes) {
+          SCOPED_TRACE(str(c10::toString(type), " x ", count, " on ", size, " ranks"));
+          const at::Tensor whole = contribution(5, type, count).reshape({count});
+          at::Tensor tensor = onlySegment(whole, size, comm.rank());
+          comm.allgatherSegments(tensor, kPatient);
+          EXPECT_TRUE(at::equal(tensor, whole)) << "got " << describe(tensor);
+        }
+      }
+      // Started and waited later, as the exact reducer does.
+      at::Tensor a = onlySegment(at::arange(11, at::kFloat), size, comm.rank());
+      auto started = comm.startAllgatherSegments(a, kPatient);
+      started->wait();
+      EXPECT_TRUE(started->test());
+      EXPECT_TRUE(at::equal(a, at::arange(11, at::kFloat)));
+    });
+  }
+}
+
 // Ranks out of step would deadlock or corrupt data with MPI; here both learn what happened.
 TEST(InMemoryCommunicator, MembersCallingDifferentCollectivesFailTheCommunicator) {
   std::vector<std::string> messages(2);
@@ -215,6 +287,44 @@ TEST(InMemoryCommunicator, MembersCallingDifferentCollectivesFailTheCommunicator
   EXPECT_EQ(messages[0], messages[1]);
   EXPECT_THAT(messages[0], HasSubstr("allreduce(sum, 4 float32"));
   EXPECT_THAT(messages[0], HasSubstr("broadcast(root 0, 4 float32"));
+}
+
+TEST(InMemoryCommunicator, AReduceScatterMetByAnAllreduceFailsTheCommunicator) {
+  std::vector<std::string> messages(2);
+  runInMemoryRanks(2, [&](Communicator& comm) {
+    at::Tensor tensor = at::ones({4}, at::kLong);
+    try {
+      if (comm.rank() == 0) {
+        comm.reduceScatter(tensor, kPatient);
+      } else {
+        comm.allreduce(tensor, ReduceOp::Sum, kPatient);
+      }
+      ADD_FAILURE() << "mismatched collectives completed";
+    } catch (const Error& e) {
+      messages[comm.rank()] = e.what();
+    }
+    EXPECT_THROW(comm.allgatherSegments(tensor, kPatient), Error);  // sticky
+  });
+  EXPECT_EQ(messages[0], messages[1]);
+  EXPECT_THAT(messages[0], HasSubstr("reduceScatter(4 int64"));
+}
+
+TEST(InMemoryCommunicator, SegmentedCollectivesRefuseBadTensorsAndTimeOut) {
+  runInMemoryRanks(2, [](Communicator& comm) {
+    at::Tensor half = at::ones({4}, at::kHalf);
+    EXPECT_THROW(comm.reduceScatter(half, kPatient), Error);
+    EXPECT_THROW(comm.allgatherSegments(half, kPatient), Error);
+    at::Tensor transposed = at::ones({3, 5}, at::kLong).t();
+    EXPECT_THROW(comm.reduceScatter(transposed, kPatient), Error);
+    EXPECT_THROW(comm.allgatherSegments(transposed, kPatient), Error);
+    at::Tensor fine = at::ones({4}, at::kLong);
+    comm.reduceScatter(fine, kPatient);  // still usable
+    // Rank 1 never joins this one: rank 0 times out, and the communicator stays failed.
+    if (comm.rank() == 0) {
+      EXPECT_THROW(comm.reduceScatter(fine, {std::chrono::milliseconds(200)}), TimeoutError);
+      EXPECT_THROW(comm.allgatherSegments(fine, kPatient), Error);
+    }
+  });
 }
 
 }  // namespace

@@ -200,6 +200,58 @@ TEST(MpiRingAllreduce, FloatSumsGiveTheBitsMpiIallreduceGives) {
   }
 }
 
+// The halves of the ring alone, in tiny and large chunks, at every segment boundary: sums in
+// the member's own segment, allgathers of every member's segment.
+TEST(MpiRingHalves, ReduceScatterAndSegmentAllgatherAtEveryChunkBoundary) {
+  const int size = world().size();
+  for (std::int64_t chunkBytes : {std::int64_t(8), std::int64_t(1000), std::int64_t(1) << 20}) {
+    std::unique_ptr<Communicator> comm = createMpiWorldCommunicator(ringFromZeroBytes(chunkBytes));
+    for (std::int64_t count : {std::int64_t(1), std::int64_t(size - 1), std::int64_t(size + 1),
+                               std::int64_t(1001), std::int64_t(10'007)}) {
+      if (chunkBytes < 100 && count > 1001) continue;
+      const Segment mine = segmentOf(count, size, comm->rank());
+      at::Tensor sums = contribution(comm->rank(), at::kLong, count);
+      comm->reduceScatter(sums, kPatient);
+      EXPECT_TRUE(at::equal(sums.narrow(0, mine.offset, mine.length),
+                            expectedReduction(ReduceOp::Sum, size, at::kLong, count)
+                                .narrow(0, mine.offset, mine.length)))
+          << count << " in chunks of " << chunkBytes << " bytes";
+      const at::Tensor whole = contribution(3, at::kFloat, count);
+      at::Tensor gathered = onlySegment(whole, size, comm->rank());
+      comm->allgatherSegments(gathered, kPatient);
+      EXPECT_TRUE(at::equal(gathered, whole)) << count << " in chunks of " << chunkBytes << " bytes";
+    }
+  }
+}
+
+// A member that never joins a reduce-scatter: the others time out, name it, and the failure
+// is sticky, as for every other collective.
+TEST(MpiRingHalves, MemberThatSkipsAReduceScatterTimesOutTheOthersForGood) {
+  std::unique_ptr<Communicator> comm = createMpiWorldCommunicator();
+  const int skipper = comm->size() - 1;
+  if (comm->rank() != skipper) {
+    at::Tensor tensor = at::ones({300'000}, at::kLong);
+    std::string message;
+    std::vector<int> absent;
+    try {
+      comm->reduceScatter(tensor, {std::chrono::milliseconds(500)});
+      ADD_FAILURE() << "the reduce-scatter completed without the last rank";
+    } catch (const tl::TimeoutError& e) {
+      message = e.what();
+      if (const auto* collective = dynamic_cast<const CollectiveTimeout*>(&e)) absent = collective->absentRanks();
+    }
+    EXPECT_THAT(message, HasSubstr("reduceScatter(300000 int64"));
+    EXPECT_EQ(absent, std::vector<int>{skipper});
+    try {
+      comm->allgatherSegments(tensor, kPatient);
+      ADD_FAILURE() << "a segment allgather succeeded on a failed communicator";
+    } catch (const tl::TimeoutError& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+  }
+  world().barrier(kPatient);
+}
+
 // A member that never joins a ring allreduce: the others time out under the deadline, name
 // it, and the failure is sticky, as for every other collective.
 TEST(MpiRingAllreduce, MemberThatSkipsItTimesOutTheOthersForGood) {

@@ -8,7 +8,9 @@
 // that every np wrote the same one. The fp32 reducer runs the same placements without that
 // guarantee; what it does promise is asserted: the same placement twice gives the same bits, the
 // reference's own order on one process gives the reference's bits, and every placement's mean
-// is the exact one to within float rounding. Whether its bits moved is reported.
+// is the exact one to within float rounding. Whether its bits moved is reported. Every exact
+// placement also runs the reducer's int64-allreduce path beside its default reduce-scatter path
+// (ExactCollectives): the same bits and replays.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -109,6 +111,13 @@ TEST_P(ExactPlacement, BitsDoNotDependOnPlacement) {
     // EXPECT, not ASSERT: every rank must go on to the same collectives.
     EXPECT_EQ(got.sha256, exactRef.sha256) << "placement " << describe(v.placement);
     EXPECT_EQ(got.replays, exactRef.replays) << "placement " << describe(v.placement);
+    // The int64 allreduce of the sums, which the reduce-scatter path (the default) replaced:
+    // the same bits and replays, side by side on the same processes.
+    auto viaAllreduce = createExactReducer(world, job.params(), job.names(), v.bucketBytes,
+                                           ExactCollectives::Allreduce);
+    const auto old = testing::runJob(*viaAllreduce, job, mine, v.layout);
+    EXPECT_EQ(old.sha256, got.sha256) << "allreduce path, placement " << describe(v.placement);
+    EXPECT_EQ(old.replays, got.replays) << "allreduce path, placement " << describe(v.placement);
     if (firstPlacementSha.empty()) firstPlacementSha = got.sha256;
     auto fp32 = createFp32Reducer(world, job.params(), v.bucketBytes);
     const auto fp32Got = testing::runJob(*fp32, job, mine, v.layout, /*keepOutputs=*/true);
