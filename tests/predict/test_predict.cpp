@@ -39,14 +39,14 @@ TEST(Analytic, TrafficIsTheRingAllreduceOfTheGradients) {
   EXPECT_DOUBLE_EQ(gradientTrafficBytes(s, t), 4000);
   s.processes = 4;
   EXPECT_DOUBLE_EQ(gradientTrafficBytes(s, t), 6000);
-  s.reduction = "exact";  // int64 fixed point
-  EXPECT_DOUBLE_EQ(gradientTrafficBytes(s, t), 12000);
+  s.reduction = "exact";  // int64 sums reduce-scattered (8 bytes), float32 means allgathered (4)
+  EXPECT_DOUBLE_EQ(gradientTrafficBytes(s, t), 9000);
   s.bandwidthBytesPerSecond = 1.2e6;
   s.latencySeconds = 0;
   const auto m = analyticPrediction(s, t);
-  EXPECT_DOUBLE_EQ(m[7], 0.01);   // tx burst: 12 kB at 1.2 MB/s
-  EXPECT_DOUBLE_EQ(m[1], 0.1);    // compute burst: the pass
-  EXPECT_DOUBLE_EQ(m[0], 0.01);   // compute idles while gradients travel
+  EXPECT_DOUBLE_EQ(m[7], 0.0075);  // tx burst: 9 kB at 1.2 MB/s
+  EXPECT_DOUBLE_EQ(m[1], 0.1);     // compute burst: the pass
+  EXPECT_DOUBLE_EQ(m[0], 0.0075);  // compute idles while gradients travel
 }
 
 TEST(Analytic, RejectsBadShapes) {

@@ -32,7 +32,8 @@ void validate(const JobShape& s) {
 double gradientTrafficBytes(const JobShape& s, const ModelTrace& t) {
   const int n = s.processes;
   if (n <= 1) return 0;
-  const double gradientBytes = double(t.parameterBytes) * (s.reduction == "exact" ? 2.0 : 1.0);
+  // Exact mode: a reduce-scatter of int64 sums (8 bytes) and an allgather of float32 means (4).
+  const double gradientBytes = double(t.parameterBytes) * (s.reduction == "exact" ? 1.5 : 1.0);
   return 2.0 * double(n - 1) / double(n) * gradientBytes;
 }
 

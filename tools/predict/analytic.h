@@ -3,7 +3,8 @@
 // (Calibration), by the step's structure. The formulas, each explained, are in
 // docs/resource-usage.md ("The analytic model"):
 //  - compute per step C = 3 x forward FLOPs x ESTs per process / FLOP rate;
-//  - traffic per step B = 2(N-1)/N x gradient bytes (x 2 in exact mode: int64 fixed point),
+//  - traffic per step B = 2(N-1)/N x gradient bytes (x 1.5 in exact mode: a
+//    reduce-scatter of int64 sums, then an allgather of float32 means),
 //    moved in k collective bursts at the communicator's measured rate: T = B / rate + k x latency;
 //  - N processes on c cores each get a share u = min(1, c/N): step S = C/u + T;
 //  - compute runs in one burst per step (the whole run when the pauses are shorter than the
