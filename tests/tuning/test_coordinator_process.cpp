@@ -96,7 +96,12 @@ TEST(CoordinatorProcess, ConcurrentStartsMakeExactlyOne) {
     }
     EXPECT_EQ(started, 1) << "trial " << trial;
     EXPECT_EQ(found, 2) << "trial " << trial;
-    EXPECT_EQ(::tl::testing::countOccurrences(readFile(logPath(dir)), "serving"), 1);
+    // The coordinator listens before it logs "serving", so a starter can return first.
+    auto servingLines = [&] {
+      return ::tl::testing::countOccurrences(readFile(logPath(dir)), "serving");
+    };
+    waitFor([&] { return servingLines() > 0; }, 5);
+    EXPECT_EQ(servingLines(), 1) << "trial " << trial << "\n" << readFile(logPath(dir));
   }
 }
 
