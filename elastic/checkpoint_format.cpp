@@ -35,14 +35,14 @@ const std::pair<c10::ScalarType, const char*> kDtypeNames[] = {
 };
 
 template <typename... Args>
-[[noreturn]] void inconsistent(const std::string& path, const Args&... what) {
+[[noreturn]] void inconsistentIndex(const std::string& path, const Args&... what) {
   inputError("checkpoint '", path, "' has an inconsistent index: ", what...);
 }
 
 const nlohmann::json& field(const nlohmann::json& object, const char* key,
                             const std::string& where, const std::string& path) {
   auto it = object.find(key);
-  if (it == object.end()) inconsistent(path, where, " has no '", key, "'");
+  if (it == object.end()) inconsistentIndex(path, where, " has no '", key, "'");
   return *it;
 }
 
@@ -50,7 +50,8 @@ uint64_t unsignedField(const nlohmann::json& object, const char* key, const std:
                        const std::string& path) {
   const auto& value = field(object, key, where, path);
   if (!value.is_number_unsigned()) {
-    inconsistent(path, where, " has '", key, "' = ", value.dump(), ", not a non-negative integer");
+    inconsistentIndex(path, where, " has '", key, "' = ", value.dump(),
+                      ", not a non-negative integer");
   }
   return value.get<uint64_t>();
 }
@@ -58,48 +59,50 @@ uint64_t unsignedField(const nlohmann::json& object, const char* key, const std:
 std::string stringField(const nlohmann::json& object, const char* key, const std::string& where,
                         const std::string& path) {
   const auto& value = field(object, key, where, path);
-  if (!value.is_string()) inconsistent(path, where, " has '", key, "' = ", value.dump(), ", not a string");
+  if (!value.is_string())
+    inconsistentIndex(path, where, " has '", key, "' = ", value.dump(), ", not a string");
   return value.get<std::string>();
 }
 
 TensorEntry parseEntry(const nlohmann::json& json, size_t position, uint64_t payloadLength,
                        const std::string& path) {
   std::string where = str("tensor #", position);
-  if (!json.is_object()) inconsistent(path, where, " is not an object");
+  if (!json.is_object()) inconsistentIndex(path, where, " is not an object");
   TensorEntry entry;
   entry.name = stringField(json, "name", where, path);
   where = str("tensor '", entry.name, "'");
 
   std::string dtype = stringField(json, "dtype", where, path);
   auto type = dtypeFromName(dtype);
-  if (!type) inconsistent(path, where, " has unknown dtype '", dtype, "'");
+  if (!type) inconsistentIndex(path, where, " has unknown dtype '", dtype, "'");
   entry.dtype = *type;
 
   const auto& shape = field(json, "shape", where, path);
-  if (!shape.is_array()) inconsistent(path, where, " has a shape that is not a list");
+  if (!shape.is_array()) inconsistentIndex(path, where, " has a shape that is not a list");
   // Byte count = product of the dims × element size, computed without overflow: a forged shape
   // must not make the length check pass by wrapping around.
   uint64_t bytes = c10::elementSize(entry.dtype);
   for (const auto& dim : shape) {
     if (!dim.is_number_unsigned() || dim.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) {
-      inconsistent(path, where, " has a shape dimension ", dim.dump(), ", not a non-negative integer");
+      inconsistentIndex(path, where, " has a shape dimension ", dim.dump(),
+                        ", not a non-negative integer");
     }
     uint64_t size = dim.get<uint64_t>();
     entry.shape.push_back(int64_t(size));
     if (__builtin_mul_overflow(bytes, size, &bytes)) {
-      inconsistent(path, where, " has shape ", shape.dump(), ", too large to be real");
+      inconsistentIndex(path, where, " has shape ", shape.dump(), ", too large to be real");
     }
   }
 
   entry.offset = unsignedField(json, "offset", where, path);
   entry.length = unsignedField(json, "length", where, path);
   if (bytes != entry.length) {
-    inconsistent(path, where, " of dtype ", dtype, " and shape ", shape.dump(), " needs ", bytes,
-                 " bytes but the index gives ", entry.length);
+    inconsistentIndex(path, where, " of dtype ", dtype, " and shape ", shape.dump(), " needs ",
+                      bytes, " bytes but the index gives ", entry.length);
   }
   if (entry.offset > payloadLength || entry.length > payloadLength - entry.offset) {
-    inconsistent(path, where, " occupies bytes [", entry.offset, ", ", entry.offset, " + ",
-                 entry.length, ") of a payload of ", payloadLength, " bytes");
+    inconsistentIndex(path, where, " occupies bytes [", entry.offset, ", ", entry.offset, " + ",
+                      entry.length, ") of a payload of ", payloadLength, " bytes");
   }
   return entry;
 }
@@ -145,10 +148,10 @@ std::optional<c10::ScalarType> dtypeFromName(const std::string& name) {
 
 std::vector<TensorEntry> parseIndex(const nlohmann::json& index, uint64_t payloadLength,
                                     const std::string& path) {
-  if (!index.is_object()) inconsistent(path, "the index is not a JSON object");
+  if (!index.is_object()) inconsistentIndex(path, "the index is not a JSON object");
   std::string byteOrder = stringField(index, "byte_order", "the index", path);
   if (byteOrder != "little" && byteOrder != "big") {
-    inconsistent(path, "unknown byte order '", byteOrder, "'");
+    inconsistentIndex(path, "unknown byte order '", byteOrder, "'");
   }
   if (byteOrder != nativeByteOrder()) {
     inputError("checkpoint '", path, "' holds ", byteOrder, "-endian tensors, but this machine is ",
@@ -157,11 +160,11 @@ std::vector<TensorEntry> parseIndex(const nlohmann::json& index, uint64_t payloa
   field(index, "manifest", "the index", path);
   uint64_t declaredPayload = unsignedField(index, "payload_length", "the index", path);
   if (declaredPayload != payloadLength) {
-    inconsistent(path, "payload_length is ", declaredPayload, " but the file holds ", payloadLength,
-                 " payload bytes");
+    inconsistentIndex(path, "payload_length is ", declaredPayload, " but the file holds ",
+                      payloadLength, " payload bytes");
   }
   const auto& tensors = field(index, "tensors", "the index", path);
-  if (!tensors.is_array()) inconsistent(path, "'tensors' is not a list");
+  if (!tensors.is_array()) inconsistentIndex(path, "'tensors' is not a list");
 
   std::vector<TensorEntry> entries;
   entries.reserve(tensors.size());
@@ -169,7 +172,7 @@ std::vector<TensorEntry> parseIndex(const nlohmann::json& index, uint64_t payloa
   for (size_t i = 0; i < tensors.size(); ++i) {
     entries.push_back(parseEntry(tensors[i], i, payloadLength, path));
     if (!seen.insert(entries.back().name).second) {
-      inconsistent(path, "tensor name '", entries.back().name, "' appears twice");
+      inconsistentIndex(path, "tensor name '", entries.back().name, "' appears twice");
     }
   }
   return entries;

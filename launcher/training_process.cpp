@@ -27,7 +27,7 @@ __attribute__((weak)) void emptyCache();
 namespace tl::launcher {
 namespace {
 
-constexpr const char* kProgram = "tl-launch";
+constexpr const char* kLauncherName = "tl-launch";
 
 void releaseCachedDeviceMemory() {
   if (&c10::cuda::CUDACachingAllocator::emptyCache != nullptr) c10::cuda::CUDACachingAllocator::emptyCache();
@@ -98,7 +98,7 @@ int TrainingProcess::startLaunched(est::EstExecutor& executor, std::unique_ptr<R
   executor.setEmulatedSlowdown(offer.autoPlacement.slowdownFor(membership_.host->rank(), executor.stepsDone()));
   controller_.startControl(executor);
   if (offer.recoveryDir.empty()) return 0;
-  const int failed = prepareOnAllRanks(executor.comm(), kProgram, [&] {
+  const int failed = prepareOnAllRanks(executor.comm(), kLauncherName, [&] {
     recovery = std::make_unique<RecoveryGuard>(offer.recoveryDir, controller_, executor);
   });
   if (failed) return failed;
@@ -187,12 +187,15 @@ int TrainingProcess::trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, con
                      : tl::str(", test loss ", result.testLoss));
     spdlog::info("params_sha256 {}", result.paramsSha256);
     if (policy_.stopped() && !ending.checkpointDir.empty()) {
-      std::printf("%s: checkpoint at step %lld written to %s; continue with: mpirun -np P %s --resume %s\n",
-                  kProgram, (long long)result.steps, ending.checkpointDir.c_str(), kProgram,
-                  ending.checkpointDir.c_str());
+      std::printf(
+          "%s: checkpoint at step %lld written to %s; continue with: mpirun -np P %s --resume %s\n",
+          kLauncherName, (long long)result.steps, ending.checkpointDir.c_str(), kLauncherName,
+          ending.checkpointDir.c_str());
     } else if (policy_.stopped()) {
-      std::printf("%s: stop requested, but no --checkpoint-dir or --output-dir: stopped without a checkpoint\n",
-                  kProgram);
+      std::printf(
+          "%s: stop requested, but no --checkpoint-dir or --output-dir: stopped without a "
+          "checkpoint\n",
+          kLauncherName);
     }
     std::fflush(stdout);
   }

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "elastic/placement/layout_text.h"
 #include "elastic/rescale/host_lookup.h"
 #include "elastic/rescale/request_check.h"
@@ -20,8 +21,6 @@ using nlohmann::json;
 // Every boundary's broadcast: null (nothing changes) is one byte, a command for a few members
 // fits too; a larger one costs a second broadcast.
 const comm::JsonCollectiveOptions kBoundaryCollective{64, {}};
-
-double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::vector<std::string> hostNames(const control::Request& r) {
   std::vector<std::string> names;

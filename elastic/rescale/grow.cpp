@@ -4,13 +4,12 @@
 #include <utility>
 
 #include "common/check.h"
+#include "common/clock.h"
 
 namespace tl::elastic {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
-double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/clock.h"
 #include "common/files.h"
 #include "elastic/placement/layout_text.h"
 #include "runtime/comm/json_collectives.h"
@@ -12,7 +13,6 @@ namespace tl::elastic {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
 

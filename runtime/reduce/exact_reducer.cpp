@@ -47,7 +47,7 @@ namespace tl::reduce {
 namespace {
 
 // Integer sums of several parameters back to back, reduced with one collective.
-struct Bucket {
+struct ExactBucket {
   at::Tensor sums;               // int64
   at::Tensor means;              // float32, as long as `sums` (reduce-scatter path only)
   std::vector<size_t> members;   // parameter indices
@@ -196,7 +196,7 @@ class ExactReducer final : public GradientReducer {
   void buildBuckets(const std::vector<at::Tensor>& params, int64_t bucketBytes) {
     // Reverse parameter order, as DDP does: the last layers' gradients are ready first.
     const int64_t limit = std::max<int64_t>(1, bucketBytes / int64_t(sizeof(int64_t)));
-    Bucket current;
+    ExactBucket current;
     int64_t currentElems = 0;
     auto close = [&] {
       if (current.members.empty()) return;
@@ -204,7 +204,7 @@ class ExactReducer final : public GradientReducer {
       current.sums = at::zeros({currentElems}, first.options().dtype(at::kLong));
       if (segmented_) current.means = at::zeros({currentElems}, first.options().dtype(at::kFloat));
       buckets_.push_back(std::move(current));
-      current = Bucket{};
+      current = ExactBucket{};
       currentElems = 0;
     };
     for (size_t k = params.size(); k-- > 0;) {
@@ -303,7 +303,7 @@ class ExactReducer final : public GradientReducer {
   void meansFromSegments(std::vector<at::Tensor>& out, int64_t totalContributions) {
     std::vector<std::unique_ptr<comm::PendingCollective>> gathers;
     for (size_t index = 0; index < buckets_.size(); ++index) {
-      Bucket& b = buckets_[index];
+      ExactBucket& b = buckets_[index];
       launches_->wait(index);
       const comm::Segment mine = comm::segmentOf(b.sums.numel(), comm_.size(), comm_.rank());
       for (size_t m = 0; m < b.members.size(); ++m) {
@@ -324,7 +324,7 @@ class ExactReducer final : public GradientReducer {
     }
     for (size_t index = 0; index < buckets_.size(); ++index) {
       gathers[index]->wait();
-      const Bucket& b = buckets_[index];
+      const ExactBucket& b = buckets_[index];
       for (size_t m = 0; m < b.members.size(); ++m) {
         at::Tensor& dst = out[b.members[m]];
         dst.copy_(b.means.narrow(0, b.offsets[m], dst.numel()).view(dst.sizes()));
@@ -336,7 +336,7 @@ class ExactReducer final : public GradientReducer {
   std::vector<std::string> names_;
   const bool segmented_;  // reduce-scatter of the sums, allgather of the means
   std::vector<std::vector<int64_t>> shapes_;
-  std::vector<Bucket> buckets_;
+  std::vector<ExactBucket> buckets_;
   std::vector<Slot> slots_;
   std::unique_ptr<BucketLaunches> launches_;
   ExactReducerState state_;  // checkpointed: what later steps depend on

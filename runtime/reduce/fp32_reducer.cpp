@@ -8,7 +8,7 @@ namespace tl::reduce {
 namespace {
 
 // A flat buffer holding several gradients back to back, reduced with one collective.
-struct Bucket {
+struct Fp32Bucket {
   at::Tensor flat;
   std::vector<size_t> members;   // parameter indices
   std::vector<int64_t> offsets;  // element offset of each member in `flat`
@@ -23,14 +23,14 @@ class Fp32Reducer final : public GradientReducer {
     for (const auto& p : params) shapes_.push_back(p.sizes().vec());
     slots_.resize(params.size());
     // Reverse parameter order, as DDP does: the last layers' gradients are ready first.
-    Bucket current;
+    Fp32Bucket current;
     int64_t currentElems = 0;
     const int64_t limit = std::max<int64_t>(1, bucketBytes / int64_t(sizeof(float)));
     auto close = [&] {
       if (current.members.empty()) return;
       current.flat = at::zeros({currentElems}, params[current.members[0]].options().dtype(at::kFloat));
       buckets_.push_back(std::move(current));
-      current = Bucket{};
+      current = Fp32Bucket{};
       currentElems = 0;
     };
     for (size_t k = params.size(); k-- > 0;) {
@@ -90,7 +90,7 @@ class Fp32Reducer final : public GradientReducer {
     const double scale = 1.0 / double(totalContributions);
     launches_->startAll();
     for (size_t i = 0; i < buckets_.size(); ++i) {
-      Bucket& b = buckets_[i];
+      Fp32Bucket& b = buckets_[i];
       launches_->wait(i);
       b.flat.mul_(scale);
       for (size_t m = 0; m < b.members.size(); ++m) {
@@ -104,7 +104,7 @@ class Fp32Reducer final : public GradientReducer {
  private:
   // Member m of bucket b, the gradient `g` of the current contribution: summed in contribution
   // order, whenever it arrives.
-  void add(Bucket& b, size_t m, const at::Tensor& g) {
+  void add(Fp32Bucket& b, size_t m, const at::Tensor& g) {
     auto slot = b.flat.narrow(0, b.offsets[m], g.numel());
     if (contributions_ == 0) slot.copy_(g.reshape({-1}));
     else slot.add_(g.reshape({-1}));
@@ -112,7 +112,7 @@ class Fp32Reducer final : public GradientReducer {
 
   comm::Communicator& comm_;
   std::vector<std::vector<int64_t>> shapes_;
-  std::vector<Bucket> buckets_;
+  std::vector<Fp32Bucket> buckets_;
   std::vector<std::pair<size_t, size_t>> slots_;  // per parameter: (bucket, member)
   std::unique_ptr<BucketLaunches> launches_;
   int64_t contributions_ = 0;

@@ -22,6 +22,9 @@
 
 namespace tl::testing {
 
+// Collective options for tests whose ranks may wait on each other for a while.
+inline const comm::CollectiveOptions kPatient{std::chrono::seconds(20)};
+
 struct InMemoryRunOptions {
   comm::InMemoryOptions world;
   // A run still going then is ended: the world is aborted and runInMemoryRanks throws

@@ -22,7 +22,7 @@ using detail::WorldState;
 
 // Misuse is refused on the caller's rank before it arrives anywhere, so the communicator stays
 // usable (as with MPI).
-void checkTensor(const at::Tensor& tensor, const char* operation, bool mustBeContiguous) {
+void checkInMemoryTensor(const at::Tensor& tensor, const char* operation, bool mustBeContiguous) {
   TL_CHECK(tensor.defined(), "inmemory ", operation, " got an undefined tensor");
   TL_CHECK(tensor.device().is_cpu(), "inmemory ", operation, " needs a CPU tensor, got ",
            describeTensor(tensor));
@@ -87,7 +87,7 @@ class InMemoryCommunicator final : public Communicator {
 
   void allreduce(at::Tensor& tensor, ReduceOp op, const CollectiveOptions& options) override {
     enter("allreduce");
-    checkTensor(tensor, "allreduce", /*mustBeContiguous=*/true);
+    checkInMemoryTensor(tensor, "allreduce", /*mustBeContiguous=*/true);
     checkReducible(tensor);
     Meeting meeting;
     meeting.signature = str("allreduce(", toString(op), ", ", describeTensor(tensor), ")");
@@ -101,7 +101,7 @@ class InMemoryCommunicator final : public Communicator {
   std::unique_ptr<PendingCollective> startReduceScatter(at::Tensor& tensor,
                                                         const CollectiveOptions& options) override {
     enter("reduceScatter");
-    checkTensor(tensor, "reduceScatter", /*mustBeContiguous=*/true);
+    checkInMemoryTensor(tensor, "reduceScatter", /*mustBeContiguous=*/true);
     checkReducible(tensor);
     Meeting meeting;
     meeting.signature = str("reduceScatter(", describeTensor(tensor), ")");
@@ -119,7 +119,7 @@ class InMemoryCommunicator final : public Communicator {
   std::unique_ptr<PendingCollective> startAllgatherSegments(
       at::Tensor& tensor, const CollectiveOptions& options) override {
     enter("allgatherSegments");
-    checkTensor(tensor, "allgatherSegments", /*mustBeContiguous=*/true);
+    checkInMemoryTensor(tensor, "allgatherSegments", /*mustBeContiguous=*/true);
     checkReducible(tensor);
     Meeting meeting;
     meeting.signature = str("allgatherSegments(", describeTensor(tensor), ")");
@@ -141,7 +141,7 @@ class InMemoryCommunicator final : public Communicator {
 
   void broadcast(at::Tensor& tensor, int root, const CollectiveOptions& options) override {
     enter("broadcast");
-    checkTensor(tensor, "broadcast", /*mustBeContiguous=*/true);
+    checkInMemoryTensor(tensor, "broadcast", /*mustBeContiguous=*/true);
     TL_CHECK(root >= 0 && root < size(), "inmemory broadcast from root ", root,
              " on a communicator of size ", size());
     Meeting meeting;
@@ -156,7 +156,7 @@ class InMemoryCommunicator final : public Communicator {
 
   at::Tensor allgather(const at::Tensor& tensor, const CollectiveOptions& options) override {
     enter("allgather");
-    checkTensor(tensor, "allgather", /*mustBeContiguous=*/false);
+    checkInMemoryTensor(tensor, "allgather", /*mustBeContiguous=*/false);
     Meeting meeting;
     meeting.signature =
         str("allgather(", describeTensor(tensor), " of shape ", shapeOf(tensor), ")");

@@ -31,7 +31,7 @@ void forEachChunk(std::int64_t total, std::int64_t maxCount,
 
 // CPU tensors travel as they are; CUDA tensors are staged through host memory (this MPI need not
 // be CUDA-aware), which lets several processes share one GPU where NCCL would refuse them.
-void checkTensor(const at::Tensor& tensor, const char* operation, bool mustBeContiguous) {
+void checkMpiTensor(const at::Tensor& tensor, const char* operation, bool mustBeContiguous) {
   TL_CHECK(tensor.defined(), "mpi ", operation, " got an undefined tensor");
   TL_CHECK(tensor.device().is_cpu() || tensor.device().is_cuda(), "mpi ", operation,
            " needs a CPU or CUDA tensor, got ", describeTensor(tensor));
@@ -78,7 +78,7 @@ class MpiCommunicator final : public Communicator {
 
   void allreduce(at::Tensor& tensor, ReduceOp op, const CollectiveOptions& options) override {
     enter("allreduce");
-    checkTensor(tensor, "allreduce", /*mustBeContiguous=*/true);
+    checkMpiTensor(tensor, "allreduce", /*mustBeContiguous=*/true);
     if (!tensor.is_cuda()) return allreduceHost(tensor, op, options, tensor);
     at::Tensor host = tensor.cpu();
     allreduceHost(host, op, options, tensor);
@@ -90,7 +90,7 @@ class MpiCommunicator final : public Communicator {
     // A CUDA tensor is staged through host memory around the collective: blocking.
     if (tensor.is_cuda()) return Communicator::startAllreduce(tensor, op, options);
     enter("allreduce");
-    checkTensor(tensor, "allreduce", /*mustBeContiguous=*/true);
+    checkMpiTensor(tensor, "allreduce", /*mustBeContiguous=*/true);
     Started started = beginAllreduce(tensor, op, options);
     return std::make_unique<Pending>(*this, std::move(started), "allreduce",
                                      str("allreduce(", toString(op), ", ", describeTensor(tensor), ")"));
@@ -111,7 +111,7 @@ class MpiCommunicator final : public Communicator {
   // Bytes, not typed elements: broadcast copies, so every dtype works.
   void broadcast(at::Tensor& tensor, int root, const CollectiveOptions& options) override {
     enter("broadcast");
-    checkTensor(tensor, "broadcast", /*mustBeContiguous=*/true);
+    checkMpiTensor(tensor, "broadcast", /*mustBeContiguous=*/true);
     TL_CHECK(root >= 0 && root < size_, "mpi broadcast from root ", root,
              " on a communicator of size ", size_);
     if (!tensor.is_cuda()) return broadcastHost(tensor, root, options, tensor);
@@ -122,7 +122,7 @@ class MpiCommunicator final : public Communicator {
 
   at::Tensor allgather(const at::Tensor& tensor, const CollectiveOptions& options) override {
     enter("allgather");
-    checkTensor(tensor, "allgather", /*mustBeContiguous=*/false);
+    checkMpiTensor(tensor, "allgather", /*mustBeContiguous=*/false);
     if (!tensor.is_cuda()) return allgatherHost(tensor.contiguous(), options, tensor);
     return allgatherHost(tensor.cpu().contiguous(), options, tensor).to(tensor.device());
   }
@@ -178,7 +178,7 @@ class MpiCommunicator final : public Communicator {
                                                    at::Tensor& tensor,
                                                    const CollectiveOptions& options) {
     enter(operation);
-    checkTensor(tensor, operation, /*mustBeContiguous=*/true);
+    checkMpiTensor(tensor, operation, /*mustBeContiguous=*/true);
     (void)detail::reductionDatatype(tensor.scalar_type());  // tl::Error for other dtypes
     const auto description = [&] { return str(operation, "(", describeTensor(tensor), ")"); };
     const auto completed = [&] {

@@ -17,9 +17,8 @@ namespace {
 
 using ::testing::HasSubstr;
 using tl::testing::InMemoryRunOptions;
+using tl::testing::kPatient;
 using tl::testing::runInMemoryRanks;
-
-const CollectiveOptions kPatient{std::chrono::seconds(20)};
 
 // Read, yield, write back: any interleaving of two ranks between collectives loses increments
 // and breaks the log into runs shorter than kSteps.

@@ -15,9 +15,8 @@ namespace tl::comm::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using tl::testing::kPatient;
 using tl::testing::runInMemoryRanks;
-
-const CollectiveOptions kPatient{std::chrono::seconds(20)};
 
 TEST(InMemoryCommunicator, ReportsRankSizeAndBackend) {
   std::mutex mutex;

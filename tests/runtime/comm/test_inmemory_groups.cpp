@@ -11,10 +11,9 @@ namespace tl::comm::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using tl::testing::kPatient;
 using tl::testing::runInMemoryRanks;
 using Clock = std::chrono::steady_clock;
-
-const CollectiveOptions kPatient{std::chrono::seconds(20)};
 
 std::int64_t sumOver(Communicator& comm, std::int64_t value) {
   at::Tensor tensor = at::full({1}, value, at::kLong);

@@ -10,7 +10,7 @@ namespace {
 
 using State = std::vector<std::pair<std::string, at::Tensor>>;
 
-OptimizerOptions optionsFor(const std::string& name) {
+OptimizerOptions stateTestOptions(const std::string& name) {
   OptimizerOptions o;
   o.name = name;
   if (name == "sgd" || name == "nesterov") o.momentum = 0.9;
@@ -30,7 +30,7 @@ Training makeRun(const std::string& name) {
   Training run;
   run.params = {torch::tensor({1.0f, -2.0f, 3.0f}).set_requires_grad(true),
                 torch::tensor({{0.5f, 0.25f}}).set_requires_grad(true)};
-  run.optimizer = createOptimizer(optionsFor(name), run.params);
+  run.optimizer = createOptimizer(stateTestOptions(name), run.params);
   return run;
 }
 

@@ -26,7 +26,7 @@ const std::map<std::string, FloatTrajectory> kPyTorchValues = {
 };
 
 // The hyper-parameters of pytorch_reference_values.py, case by case.
-OptimizerOptions optionsFor(const std::string& name) {
+OptimizerOptions referenceOptions(const std::string& name) {
   OptimizerOptions o;
   o.name = name;
   if (name == "sgd" || name == "nesterov") {
@@ -58,7 +58,7 @@ class MatchesPyTorch : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MatchesPyTorch, ThreeStepsBitForBit) {
   const auto& expected = kPyTorchValues.at(GetParam());
-  const auto actual = runScenario(optionsFor(GetParam()), torch::kFloat);
+  const auto actual = runScenario(referenceOptions(GetParam()), torch::kFloat);
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t k = 0; k < expected.size(); ++k)
     for (size_t i = 0; i < expected[k].size(); ++i)
