@@ -4,8 +4,8 @@
 # `nscluster.sh shape RATE` (tc tbf both ways; `off`: unshaped veth), and per setup
 #   - PyTorch DDP over gloo (bench/reference/ddp_speed.py on the same namespace hosts),
 #   - tl --reduction fp32,
-#   - tl --reduction exact (this build), and, with --before DIR, exact of another build
-#     (e.g. main before a change to the reduction),
+#   - tl --reduction exact (this build), and, with --before DIR, fp32 and exact of another
+#     build (e.g. main before a change to the reduction),
 # run in alternating rounds in one invocation. Throughput is the median step time after two
 # warm-up steps (tl: from metrics.jsonl's step times; DDP: ddp_speed.py's median), as images/s
 # of the whole job. Bytes each host sends per step are the difference of eth0's transmit
@@ -110,12 +110,13 @@ ddp_run() {
 systems=()
 ((DDP)) && systems+=(ddp)
 systems+=(fp32 exact)
-[[ -n $BEFORE ]] && systems+=(exact_before)
+[[ -n $BEFORE ]] && systems+=(fp32_before exact_before)
 run_system() {  # SYSTEM STEPS OUT N MODEL
   case $1 in
     ddp) ddp_run "$2" "$3" "$4" "$5" ;;
     fp32) tl_run "$2" "$3" "$4" "$5" fp32 "$BUILD" ;;
     exact) tl_run "$2" "$3" "$4" "$5" exact "$BUILD" ;;
+    fp32_before) tl_run "$2" "$3" "$4" "$5" fp32 "$BEFORE" ;;
     exact_before) tl_run "$2" "$3" "$4" "$5" exact "$BEFORE" ;;
   esac
 }
@@ -176,7 +177,7 @@ import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 work = sys.argv[2]
 names = {"ddp": "PyTorch DDP (gloo)", "fp32": "tl fp32", "exact": "tl exact",
-         "exact_before": "tl exact (--before build)"}
+         "fp32_before": "tl fp32 (--before build)", "exact_before": "tl exact (--before build)"}
 setups = list(dict.fromkeys((int(r["hosts"]), r["model"], r["rate"]) for r in rows))  # run order
 for n, model, rate in setups:
     sel = {r["system"]: r for r in rows if (int(r["hosts"]), r["model"], r["rate"]) == (n, model, rate)}
@@ -190,7 +191,7 @@ for n, model, rate in setups:
           f"2(N-1)/N x fp32 gradient = {ring:.0f} bytes")
     print("| system | images/s | vs DDP | vs tl fp32 | bytes/host/step | vs ring fp32 |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for key in ("ddp", "fp32", "exact", "exact_before"):
+    for key in ("ddp", "fp32", "exact", "fp32_before", "exact_before"):
         if key not in sel:
             continue
         r = sel[key]
@@ -223,8 +224,12 @@ for n in $HOSTS; do
       f=$WORK/plot_${n}_${model}_${sys}.csv
       { echo "gbit,images_per_s"; awk -F, -v n="$n" -v m="$model" -v s="$sys" \
           'NR > 1 && $1 == n && $4 == m && $5 == s && $3 != "" {print $3 "," $7}' "$CSV" | sort -t, -k1 -g; } >"$f"
-      label=${sys/ddp/PyTorch DDP}; label=${label/exact_before/tl exact (before)}
-      label=${label/fp32/tl fp32}; [[ $label == exact ]] && label="tl exact"
+      case $sys in
+        ddp) label="PyTorch DDP" ;;
+        fp32_before) label="tl fp32 (before)" ;;
+        exact_before) label="tl exact (before)" ;;
+        *) label="tl $sys" ;;
+      esac
       [[ $(wc -l <"$f") -gt 1 ]] && series+="${series:+;}$label=$f:gbit:images_per_s"
     done
     [[ -z $series ]] || "$BUILD/launcher/tl-report" plot --out "$OUT/images_per_s_${model}_${n}hosts.png" \

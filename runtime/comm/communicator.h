@@ -27,6 +27,11 @@ struct CollectiveOptions {
   // A collective that has not completed by then throws tl::TimeoutError. Unset: the
   // communicator's own deadline, Communicator::timeout().
   std::optional<std::chrono::milliseconds> timeout;
+  // Allreduce Sum of floats: the caller accepts any order of the additions that is the same on
+  // every member and in every run (e.g. the fp32 gradient reduction, which promises no bits
+  // across placements). The MPI backend then takes its ring for float sums over three or more
+  // members too, instead of MPI_Iallreduce; other backends and dtypes ignore it.
+  bool anyFixedOrder = false;
 };
 
 // A collective started by Communicator::startAllreduce and not waited for yet. Used on the

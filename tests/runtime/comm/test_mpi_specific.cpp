@@ -180,7 +180,7 @@ TEST(MpiRingAllreduce, ScratchSpaceGoesFromFinishedRingsToLaterOnes) {
 
 // With two members the ring's float sum is the same single addition MPI_Iallreduce does, so
 // the bits agree with it on values where rounding matters; with more members float sums keep
-// MPI_Iallreduce, so the bits agree trivially.
+// MPI_Iallreduce (unless the caller accepts any fixed order), so the bits agree trivially.
 TEST(MpiRingAllreduce, FloatSumsGiveTheBitsMpiIallreduceGives) {
   MpiCommunicatorOptions iallreduce;
   iallreduce.ringMinBytes = std::numeric_limits<std::int64_t>::max();
@@ -198,6 +198,39 @@ TEST(MpiRingAllreduce, FloatSumsGiveTheBitsMpiIallreduceGives) {
         << c10::toString(type);
     EXPECT_FALSE(at::equal(viaRing, values)) << "nothing was reduced";
   }
+}
+
+// A float sum whose caller accepts any fixed order (the fp32 gradient reduction) takes the ring
+// at every member count: every member gets the same bits, a second run the same bits again, the
+// sum is right to float rounding, and over three or more members the bits are not those of
+// MPI_Iallreduce's tree (the ring was taken; with two members there is one addition either way).
+TEST(MpiRingAllreduce, FloatSumsOfAnyFixedOrderTakeTheRingOnEveryMemberCount) {
+  MpiCommunicatorOptions iallreduce;
+  iallreduce.ringMinBytes = std::numeric_limits<std::int64_t>::max();
+  std::unique_ptr<Communicator> ring = createMpiWorldCommunicator(ringFromZeroBytes(4096));
+  std::unique_ptr<Communicator> reference = createMpiWorldCommunicator(iallreduce);
+  CollectiveOptions anyOrder = kPatient;
+  anyOrder.anyFixedOrder = true;
+  at::manual_seed(11 + ring->rank());
+  const at::Tensor values = at::randn({100'003}) * at::exp(at::randn({100'003}) * 8);
+  at::Tensor viaRing = values.clone();
+  at::Tensor again = values.clone();
+  at::Tensor viaIallreduce = values.clone();
+  at::Tensor magnitude = values.abs();
+  ring->allreduce(viaRing, ReduceOp::Sum, anyOrder);
+  ring->allreduce(again, ReduceOp::Sum, anyOrder);
+  reference->allreduce(viaIallreduce, ReduceOp::Sum, kPatient);
+  reference->allreduce(magnitude, ReduceOp::Sum, kPatient);
+  EXPECT_EQ(std::memcmp(viaRing.data_ptr(), again.data_ptr(), viaRing.nbytes()), 0);
+  const at::Tensor everyMember = ring->allgather(viaRing, kPatient).view({ring->size(), -1});
+  for (int r = 0; r < ring->size(); ++r) {
+    EXPECT_TRUE(at::equal(everyMember[r], viaRing)) << "member " << r << " holds other bits";
+  }
+  // Each of the size - 1 roundings is at most half an ulp of a partial sum.
+  const double worst = ((viaRing - viaIallreduce).abs() / magnitude).max().item<double>();
+  EXPECT_LT(worst, ring->size() * 1.2e-7);
+  const bool sameAsTree = std::memcmp(viaRing.data_ptr(), viaIallreduce.data_ptr(), viaRing.nbytes()) == 0;
+  EXPECT_EQ(sameAsTree, ring->size() == 2) << "size " << ring->size();
 }
 
 // The halves of the ring alone, in tiny and large chunks, at every segment boundary: sums in
