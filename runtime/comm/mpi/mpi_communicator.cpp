@@ -222,14 +222,12 @@ class MpiCommunicator final : public Communicator {
     });
   }
 
-  // Large order-free sums (and float sums whose caller accepts any fixed order) go around a
-  // ring of point-to-point messages (mpi_ring_allreduce.h); the rest through MPI_Iallreduce in
-  // chunks.
+  // Large sums the ring may take (ringMayReduce) go around a ring of point-to-point messages
+  // (mpi_ring_allreduce.h); the rest through MPI_Iallreduce in chunks.
   Started beginAllreduce(at::Tensor& tensor, ReduceOp op, const CollectiveOptions& options) {
     const std::int64_t itemSize = tensor.element_size();
-    const bool orderFree = detail::ringReducesExactly(op, tensor.scalar_type(), size_) ||
-                           (options.anyFixedOrder && op == ReduceOp::Sum);
-    if (size_ > 1 && std::int64_t(tensor.nbytes()) >= options_.ringMinBytes && orderFree) {
+    if (size_ > 1 && std::int64_t(tensor.nbytes()) >= options_.ringMinBytes &&
+        detail::ringMayReduce(op, tensor.scalar_type(), size_, options.anyFixedOrder)) {
       return beginRing(tensor, detail::RingPhases::ReduceScatterThenAllgather, "allreduce",
                        options);
     }

@@ -71,6 +71,10 @@ bool ringReducesExactly(ReduceOp op, at::ScalarType type, int size) {
   return size == 2 || !at::isFloatingType(type);
 }
 
+bool ringMayReduce(ReduceOp op, at::ScalarType type, int size, bool anyFixedOrder) {
+  return ringReducesExactly(op, type, size) || (anyFixedOrder && op == ReduceOp::Sum);
+}
+
 RingAllreduce::RingAllreduce(MPI_Comm comm, at::Tensor buffer, std::int64_t chunkElements,
                              int tagSlot, int tagSlots, at::Tensor scratch, RingPhases phases)
     : comm_(comm), buffer_(std::move(buffer)), type_(reductionDatatype(buffer_.scalar_type())) {

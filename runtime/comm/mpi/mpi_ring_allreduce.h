@@ -29,6 +29,10 @@ enum class RingPhases { ReduceScatterThenAllgather, ReduceScatter, Allgather };
 // over two members.
 bool ringReducesExactly(ReduceOp op, at::ScalarType type, int size);
 
+// Whether an allreduce may take the ring: where it reduces exactly, or for any sum whose caller
+// accepts any fixed order of the additions (CollectiveOptions::anyFixedOrder).
+bool ringMayReduce(ReduceOp op, at::ScalarType type, int size, bool anyFixedOrder);
+
 // One ring allreduce (Sum) in place on a contiguous CPU tensor. Members construct it with the
 // same arguments, call start() in the same collective order, then progress() until it returns
 // true. Used from the MPI thread only, like the communicator that owns it.

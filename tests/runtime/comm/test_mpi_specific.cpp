@@ -106,6 +106,9 @@ TEST(MpiRingAllreduce, TakesOnlySumsWhoseOrderCannotShowInTheBits) {
     EXPECT_EQ(detail::ringReducesExactly(ReduceOp::Sum, at::kFloat, size), size == 2);
     EXPECT_EQ(detail::ringReducesExactly(ReduceOp::Sum, at::kDouble, size), size == 2);
     EXPECT_FALSE(detail::ringReducesExactly(ReduceOp::Max, at::kLong, size));
+    EXPECT_TRUE(detail::ringMayReduce(ReduceOp::Sum, at::kFloat, size, /*anyFixedOrder=*/true));
+    EXPECT_EQ(detail::ringMayReduce(ReduceOp::Sum, at::kFloat, size, false), size == 2);
+    EXPECT_FALSE(detail::ringMayReduce(ReduceOp::Max, at::kFloat, size, true));
   }
 }
 
