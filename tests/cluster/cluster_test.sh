@@ -128,14 +128,16 @@ case_bits() {
 case_loaders() {
   # Two jobs, each with one process on h1 and one on h2, at the same time. sim devices: the
   # loaders do the work, the cores are not spent on training.
+  # A runs four times B's steps so that B, which starts once A trains, trains wholly inside A's
+  # run: with the same steps A once ended before B had registered.
   local J=(--dataset cifar10 --data-dir "$DATA" --model cnn --logical-workers 2 --batch 16 --seed 3
-           --log-every 0 --steps 600 --device sim:2500 --workers auto --control-bind none)
-  job "$WORK/jobA" --host h1:1,h2:1 -np 2 -- "${J[@]}" &
+           --log-every 0 --device sim:2500 --workers auto --control-bind none)
+  job "$WORK/jobA" --host h1:1,h2:1 -np 2 -- "${J[@]}" --steps 2400 &
   local a=$!
   # Two mpiruns starting in the same instant race to create Open MPI's session folder on the
   # head ("File exists"): B starts once A trains.
   for _ in $(seq 300); do [[ -s $WORK/jobA/metrics.jsonl ]] && break; sleep 0.1; done
-  job "$WORK/jobB" --host h1:1,h2:1 -np 2 -- "${J[@]}" &
+  job "$WORK/jobB" --host h1:1,h2:1 -np 2 -- "${J[@]}" --steps 600 &
   local b=$!
   wait $a; local rca=$?
   wait $b; local rcb=$?
