@@ -32,6 +32,11 @@ struct CollectiveOptions {
   // across placements). The MPI backend then takes its ring for float sums over three or more
   // members too, instead of MPI_Iallreduce; other backends and dtypes ignore it.
   bool anyFixedOrder = false;
+  // Sum of int64 (allreduce, reduce-scatter): the backend may move the values in a lossless
+  // compact encoding (runtime/comm/compact_int64.h), which costs a pass over them and pays where
+  // bytes are dear: the MPI ring between hosts (MpiCommunicatorOptions::ringEncoding). Same
+  // result; other dtypes and backends ignore it. Members pass the same value.
+  bool compactIntegers = false;
 };
 
 // A collective started by Communicator::startAllreduce and not waited for yet. Used on the

@@ -87,10 +87,14 @@ class ExactReducer final : public GradientReducer {
     buildBuckets(params, bucketBytes);
     std::vector<size_t> bucketOf;
     for (const Slot& s : slots_) bucketOf.push_back(s.bucket);
-    launches_ = std::make_unique<BucketLaunches>(std::move(bucketOf), buckets_.size(), [this](size_t b) {
-      return segmented_ ? comm_.startReduceScatter(buckets_[b].sums)
-                        : comm_.startAllreduce(buckets_[b].sums, comm::ReduceOp::Sum);
-    });
+    launches_ =
+        std::make_unique<BucketLaunches>(std::move(bucketOf), buckets_.size(), [this](size_t b) {
+          // The sums carry far fewer significant bits than 64: they may travel compact.
+          comm::CollectiveOptions compact;
+          compact.compactIntegers = true;
+          return segmented_ ? comm_.startReduceScatter(buckets_[b].sums, compact)
+                            : comm_.startAllreduce(buckets_[b].sums, comm::ReduceOp::Sum, compact);
+        });
   }
 
   std::string mode() const override { return "exact"; }

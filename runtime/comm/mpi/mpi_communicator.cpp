@@ -5,6 +5,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -14,6 +15,7 @@
 #include "runtime/comm/mpi/mpi_detail.h"
 #include "runtime/comm/mpi/mpi_ring_allreduce.h"
 #include "runtime/comm/mpi/mpi_roll_call.h"
+#include "runtime/comm/mpi/scratch_pool.h"
 
 namespace tl::comm {
 
@@ -59,6 +61,7 @@ class MpiCommunicator final : public Communicator {
     TL_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     TL_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     TL_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+    options_.ringEncoding = detail::ringEncodingFromEnvironment(options_.ringEncoding);
     rollCall_ = std::make_unique<detail::MpiRollCall>(comm_);
   }
 
@@ -185,21 +188,22 @@ class MpiCommunicator final : public Communicator {
       return std::make_unique<Pending>(*this, Started{}, operation, "", /*done=*/true);
     };
     if (size_ == 1 || tensor.numel() == 0) return completed();
+    const bool compact = compactRing(tensor, options);
     if (tensor.is_cuda()) {
       at::Tensor host = tensor.cpu();
-      Started started = beginRing(host.view({-1}), phases, operation, options);
+      Started started = beginRing(host.view({-1}), phases, operation, options, compact);
       finish(started, description);
       tensor.copy_(host);
       return completed();
     }
-    Started started = beginRing(tensor.view({-1}), phases, operation, options);
+    Started started = beginRing(tensor.view({-1}), phases, operation, options, compact);
     return std::make_unique<Pending>(*this, std::move(started), operation, description());
   }
 
   // Starts a ring over `tensor` (mpi_ring_allreduce.h). Rings in flight together (overlapped
   // buckets) each use their own range of tags.
   Started beginRing(at::Tensor tensor, detail::RingPhases phases, const char* operation,
-                    const CollectiveOptions& options) {
+                    const CollectiveOptions& options, bool compact) {
     return beginPolled({tensor}, options, [&](std::vector<at::Tensor>& buffers) {
       const std::int64_t chunk = std::clamp<std::int64_t>(
           options_.ringChunkBytes / tensor.element_size(), 1, options_.maxCountPerCall);
@@ -214,12 +218,31 @@ class MpiCommunicator final : public Communicator {
       }
       auto ring = std::make_shared<detail::RingAllreduce>(
           comm_, tensor, chunk, slot, kRingTagSlots,
-          takeScratch(detail::RingAllreduce::scratchBytes(tensor, size_)), phases);
+          scratch_.take(detail::RingAllreduce::scratchBytes(tensor, size_, chunk, compact)), phases,
+          compact);
       previous = ring;
       buffers.push_back(ring->scratch());
       ring->start();
       return [this, ring] { return progressRing(*ring); };
     });
+  }
+
+  // Whether this collective's int64 sums travel compact (MpiCommunicatorOptions::ringEncoding).
+  // Members call it at the same point of the same collective: Auto's first answer is itself a
+  // collective.
+  bool compactRing(const at::Tensor& tensor, const CollectiveOptions& options) {
+    if (!options.compactIntegers || tensor.scalar_type() != at::kLong) return false;
+    if (options_.ringEncoding != RingEncoding::Auto)
+      return options_.ringEncoding == RingEncoding::Compact;
+    if (!spansHosts_) {
+      const std::int64_t key = detail::hostKey();
+      at::Tensor keys = at::tensor({key, -key}, at::kLong);  // min key, -(max key)
+      CollectiveOptions plain = options;
+      plain.compactIntegers = false;
+      allreduceHost(keys, ReduceOp::Min, plain, keys);
+      spansHosts_ = keys[0].item<std::int64_t>() != -keys[1].item<std::int64_t>();
+    }
+    return *spansHosts_;
   }
 
   // Large sums the ring may take (ringMayReduce) go around a ring of point-to-point messages
@@ -228,8 +251,8 @@ class MpiCommunicator final : public Communicator {
     const std::int64_t itemSize = tensor.element_size();
     if (size_ > 1 && std::int64_t(tensor.nbytes()) >= options_.ringMinBytes &&
         detail::ringMayReduce(op, tensor.scalar_type(), size_, options.anyFixedOrder)) {
-      return beginRing(tensor, detail::RingPhases::ReduceScatterThenAllgather, "allreduce",
-                       options);
+      return beginRing(tensor, detail::RingPhases::ReduceScatterThenAllgather, "allreduce", options,
+                       compactRing(tensor, options));
     }
     const MPI_Datatype type = detail::reductionDatatype(tensor.scalar_type());
     const MPI_Op mpiOp = detail::reductionOperation(op);
@@ -343,32 +366,11 @@ class MpiCommunicator final : public Communicator {
       if (auto ring = slot.lock(); ring && !ring->done()) progressRing(*ring);
   }
 
-  // Moves one ring on; once it is done its scratch space goes back to the spares.
+  // Moves one ring on; once it is done its scratch space goes back to the pool.
   bool progressRing(detail::RingAllreduce& ring) {
     if (!ring.progress()) return false;
-    if (at::Tensor space = ring.releaseScratch(); space.defined()) {
-      if (spareScratch_.size() == kSpareScratch) {  // keep the largest
-        auto smallest = std::min_element(
-            spareScratch_.begin(), spareScratch_.end(),
-            [](const at::Tensor& a, const at::Tensor& b) { return a.numel() < b.numel(); });
-        if (smallest->numel() >= space.numel()) return true;
-        spareScratch_.erase(smallest);
-      }
-      spareScratch_.push_back(std::move(space));
-    }
+    if (at::Tensor space = ring.releaseScratch(); space.defined()) scratch_.give(std::move(space));
     return true;
-  }
-
-  // The smallest spare scratch space of at least `bytes`, or a new one.
-  at::Tensor takeScratch(std::int64_t bytes) {
-    auto best = spareScratch_.end();
-    for (auto it = spareScratch_.begin(); it != spareScratch_.end(); ++it)
-      if (it->numel() >= bytes && (best == spareScratch_.end() || it->numel() < best->numel()))
-        best = it;
-    if (best == spareScratch_.end()) return at::empty({bytes}, at::kByte);
-    at::Tensor space = std::move(*best);
-    spareScratch_.erase(best);
-    return space;
   }
 
   // One poll: true once every operation of `op` is complete.
@@ -461,15 +463,11 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int size_ = 0;
   std::exception_ptr failure_;
+  std::optional<bool> spansHosts_;  // RingEncoding::Auto's answer, once asked
   static constexpr int kRingTagSlots = 64;
   std::uint64_t ringsStarted_ = 0;
   std::weak_ptr<detail::RingAllreduce> ringInSlot_[kRingTagSlots];
-  // Scratch space of finished rings, reused by the next ones: a fresh allocation's pages are
-  // faulted in and zeroed by the kernel on first touch (inside MPI's copy), which on a loaded
-  // machine cost more than a 1 MiB ring's whole transfer. At most kSpareScratch kept: as many
-  // as the overlapped buckets of a step have in flight at once.
-  static constexpr size_t kSpareScratch = 4;
-  std::vector<at::Tensor> spareScratch_;
+  detail::ScratchPool scratch_;
 };
 
 }  // namespace

@@ -38,6 +38,14 @@ class MpiSession {
   int worldSize_ = 1;
 };
 
+// How the ring moves int64 sums whose collective allows a compact encoding
+// (CollectiveOptions::compactIntegers).
+enum class RingEncoding {
+  Auto,     // compact where the communicator spans hosts (its members' processor names differ)
+  Compact,  // always
+  Plain,    // never: int64 as it is
+};
+
 struct MpiCommunicatorOptions {
   // Largest count handed to one MPI call (MPI counts are int); larger tensors travel in
   // several calls. Tests lower it to exercise that path without gigabytes of data.
@@ -48,6 +56,11 @@ struct MpiCommunicatorOptions {
   // Benchmarks raise ringMinBytes to compare with MPI_Iallreduce; tests lower it.
   std::int64_t ringMinBytes = std::int64_t(64) << 10;
   std::int64_t ringChunkBytes = std::int64_t(1) << 20;
+  // Auto finds out whether the members span hosts with one small allreduce, at the first
+  // collective that allows compaction. The environment variable TL_RING_ENCODING=auto|compact|
+  // plain, read when the communicator is made, overrides Auto (benchmarks compare encodings
+  // with one build); another value is an error.
+  RingEncoding ringEncoding = RingEncoding::Auto;
 };
 
 // A communicator over MPI_COMM_WORLD (duplicated, so tl's traffic is separate). Collective over

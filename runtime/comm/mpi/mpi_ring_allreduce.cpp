@@ -2,10 +2,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
+
+#include "runtime/comm/compact_int64.h"
 
 namespace tl::comm::detail {
 
@@ -66,6 +71,26 @@ int largestTag(MPI_Comm comm) {
 
 }  // namespace
 
+RingEncoding ringEncodingFromEnvironment(RingEncoding configured) {
+  const char* value = std::getenv("TL_RING_ENCODING");
+  if (configured != RingEncoding::Auto || value == nullptr) return configured;
+  const std::string v = value;
+  if (v == "auto") return RingEncoding::Auto;
+  if (v == "compact") return RingEncoding::Compact;
+  if (v == "plain") return RingEncoding::Plain;
+  throw InputError(str("TL_RING_ENCODING is '", v, "'; it takes auto, compact or plain"));
+}
+
+std::int64_t hostKey() {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  TL_MPI_CHECK(MPI_Get_processor_name(name, &length));
+  std::uint64_t hash = 14695981039346656037ull;  // FNV-1a
+  for (int i = 0; i < length; ++i)
+    hash = (hash ^ static_cast<unsigned char>(name[i])) * 1099511628211ull;
+  return static_cast<std::int64_t>(hash >> 2);
+}
+
 bool ringReducesExactly(ReduceOp op, at::ScalarType type, int size) {
   if (op != ReduceOp::Sum) return false;
   return size == 2 || !at::isFloatingType(type);
@@ -76,10 +101,16 @@ bool ringMayReduce(ReduceOp op, at::ScalarType type, int size, bool anyFixedOrde
 }
 
 RingAllreduce::RingAllreduce(MPI_Comm comm, at::Tensor buffer, std::int64_t chunkElements,
-                             int tagSlot, int tagSlots, at::Tensor scratch, RingPhases phases)
-    : comm_(comm), buffer_(std::move(buffer)), type_(reductionDatatype(buffer_.scalar_type())) {
+                             int tagSlot, int tagSlots, at::Tensor scratch, RingPhases phases,
+                             bool compact)
+    : comm_(comm),
+      buffer_(std::move(buffer)),
+      type_(reductionDatatype(buffer_.scalar_type())),
+      compact_(compact) {
   TL_CHECK(buffer_.device().is_cpu() && buffer_.is_contiguous(),
            "the ring allreduce works on a contiguous CPU tensor");
+  TL_CHECK(!compact_ || buffer_.scalar_type() == at::kLong,
+           "the compact ring encoding is for int64 buffers, not ", buffer_.scalar_type());
   TL_CHECK_GE(chunkElements, 1, "ring allreduce chunk size");
   TL_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   TL_MPI_CHECK(MPI_Comm_size(comm_, &size_));
@@ -100,18 +131,39 @@ RingAllreduce::RingAllreduce(MPI_Comm comm, at::Tensor buffer, std::int64_t chun
   chunks_.resize(static_cast<size_t>(chunkCount));
   requests_.assign(2 * chunks_.size(), MPI_REQUEST_NULL);
   completed_.resize(requests_.size());
-  const std::int64_t scratchBytesNeeded = longestSegment * buffer_.element_size();
-  if (!scratch.defined()) scratch = at::empty({scratchBytesNeeded}, at::kByte);
+  slotBytes_ = compact::maxEncodedBytes(std::min(chunkElements_, longestSegment));
+  TL_CHECK_LE(slotBytes_, std::numeric_limits<int>::max(), "compact ring chunk bytes");
+  const std::int64_t scratchBytesNeeded =
+      compact_ ? 2 * chunkCount * slotBytes_ : longestSegment * buffer_.element_size();
+  // A compact ring whose chunks grew past chunkElements (tags ran out) may need more than
+  // scratchBytes() promised: then space of its own.
+  if (!scratch.defined() || (compact_ && scratch.numel() < scratchBytesNeeded))
+    scratch = at::empty({scratchBytesNeeded}, at::kByte);
   TL_CHECK(scratch.scalar_type() == at::kByte && scratch.is_contiguous() &&
                scratch.device().is_cpu() && scratch.numel() >= scratchBytesNeeded,
            "ring allreduce scratch: ", scratch.numel(), " bytes for ", scratchBytesNeeded);
   scratchSpace_ = scratch;
-  scratch_ = scratch.narrow(0, 0, scratchBytesNeeded).view(buffer_.scalar_type());
+  scratch_ = scratch.narrow(0, 0, scratchBytesNeeded);
+  if (!compact_) scratch_ = scratch_.view(buffer_.scalar_type());
 }
 
-std::int64_t RingAllreduce::scratchBytes(const at::Tensor& buffer, int size) {
-  return (buffer.numel() + size - 1) / size * buffer.element_size();
+std::int64_t RingAllreduce::scratchBytes(const at::Tensor& buffer, int size,
+                                         std::int64_t chunkElements, bool compact) {
+  const std::int64_t longestSegment = (buffer.numel() + size - 1) / size;
+  if (!compact) return longestSegment * buffer.element_size();
+  // Two slots per chunk, for chunks of chunkElements (the constructor's size unless MPI's tags
+  // run out).
+  chunkElements = std::max<std::int64_t>(1, std::min(chunkElements, longestSegment));
+  const std::int64_t chunks =
+      std::max<std::int64_t>(1, (longestSegment + chunkElements - 1) / chunkElements);
+  return 2 * chunks * compact::maxEncodedBytes(chunkElements);
 }
+
+std::uint8_t* RingAllreduce::receiveSlot(int chunk) const {
+  return static_cast<std::uint8_t*>(scratch_.data_ptr()) + 2 * chunk * slotBytes_;
+}
+
+std::uint8_t* RingAllreduce::sendSlot(int chunk) const { return receiveSlot(chunk) + slotBytes_; }
 
 at::Tensor RingAllreduce::releaseScratch() {
   TL_CHECK(done(), "the scratch space of a ring allreduce still in flight");
@@ -153,6 +205,18 @@ void RingAllreduce::post(int chunk) {
   const std::int64_t itemSize = buffer_.element_size();
   auto* base = static_cast<char*>(buffer_.data_ptr());
   const std::int64_t within = chunk * chunkElements_;
+  if (compact_) {
+    const std::int64_t* from =
+        buffer_.data_ptr<std::int64_t>() + segmentStart(sendSegment) + within;
+    const std::int64_t bytes =
+        compact::encode(from, chunkCount(sendSegment, chunk), sendSlot(chunk));
+    TL_MPI_CHECK(MPI_Irecv(receiveSlot(chunk), static_cast<int>(slotBytes_), MPI_BYTE, left,
+                           tag(localStep, chunk), comm_, &requests_[2 * chunk]));
+    TL_MPI_CHECK(MPI_Isend(sendSlot(chunk), static_cast<int>(bytes), MPI_BYTE, right,
+                           tag(localStep, chunk), comm_, &requests_[2 * chunk + 1]));
+    sentBytes_ += bytes;
+    return;
+  }
   const bool reducing = step < size_ - 1;
   char* into = reducing ? static_cast<char*>(scratch_.data_ptr()) + within * itemSize
                         : base + (segmentStart(receiveSegment) + within) * itemSize;
@@ -161,6 +225,7 @@ void RingAllreduce::post(int chunk) {
   TL_MPI_CHECK(MPI_Isend(base + (segmentStart(sendSegment) + within) * itemSize,
                          static_cast<int>(chunkCount(sendSegment, chunk)), type_, right,
                          tag(localStep, chunk), comm_, &requests_[2 * chunk + 1]));
+  sentBytes_ += chunkCount(sendSegment, chunk) * itemSize;
 }
 
 // Both messages of the chunk's step are done: reduce what arrived, then take the next step.
@@ -168,14 +233,19 @@ void RingAllreduce::post(int chunk) {
 // into the buffer comes after the send that read that segment (an earlier step) completed.
 void RingAllreduce::advance(int chunk) {
   Chunk& state = chunks_[chunk];
-  if (ringStep(state.step) < size_ - 1) {
-    const int segment = positiveModulo(rank_ - ringStep(state.step) - 1 + segmentShift_, size_);
-    const std::int64_t count = chunkCount(segment, chunk);
-    if (count > 0) {
-      const std::int64_t within = chunk * chunkElements_;
-      addInPlace(buffer_.narrow(0, segmentStart(segment) + within, count),
-                 scratch_.narrow(0, within, count));
-    }
+  const bool reducing = ringStep(state.step) < size_ - 1;
+  const int segment = positiveModulo(rank_ - ringStep(state.step) - 1 + segmentShift_, size_);
+  const std::int64_t count = chunkCount(segment, chunk);
+  const std::int64_t within = chunk * chunkElements_;
+  if (compact_) {
+    // The left neighbour's encoding of this step's segment: added in while reducing, stored
+    // while gathering.
+    compact::decode(receiveSlot(chunk), slotBytes_, count,
+                    buffer_.data_ptr<std::int64_t>() + segmentStart(segment) + within,
+                    reducing ? compact::Decode::Add : compact::Decode::Store);
+  } else if (reducing && count > 0) {
+    addInPlace(buffer_.narrow(0, segmentStart(segment) + within, count),
+               scratch_.narrow(0, within, count));
   }
   if (++state.step == steps_) {
     ++finished_;

@@ -15,6 +15,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "runtime/comm/mpi/mpi_communicator.h"
 #include "runtime/comm/mpi/mpi_detail.h"
 
 namespace tl::comm::detail {
@@ -33,6 +34,13 @@ bool ringReducesExactly(ReduceOp op, at::ScalarType type, int size);
 // accepts any fixed order of the additions (CollectiveOptions::anyFixedOrder).
 bool ringMayReduce(ReduceOp op, at::ScalarType type, int size, bool anyFixedOrder);
 
+// What `configured` means in this process: Auto becomes TL_RING_ENCODING's value where that is
+// set (tl::InputError for a value other than auto, compact, plain).
+RingEncoding ringEncodingFromEnvironment(RingEncoding configured);
+
+// A key of this process's host: a hash of MPI_Get_processor_name, in [0, 2^62).
+std::int64_t hostKey();
+
 // One ring allreduce (Sum) in place on a contiguous CPU tensor. Members construct it with the
 // same arguments, call start() in the same collective order, then progress() until it returns
 // true. Used from the MPI thread only, like the communicator that owns it.
@@ -45,9 +53,12 @@ class RingAllreduce {
   // communicator recycles it across rings: touching fresh pages cost more than a small ring's
   // transfer on a loaded machine); undefined: the ring allocates its own.
   // phases: the whole allreduce, or one of its halves (RingPhases).
+  // compact: an int64 buffer's chunks travel in the compact encoding (runtime/comm/
+  // compact_int64.h): each send encodes its chunk into a send slot and each receive lands in a
+  // receive slot, decoded when it completes; members pass the same value.
   RingAllreduce(MPI_Comm comm, at::Tensor buffer, std::int64_t chunkElements, int tagSlot = 0,
                 int tagSlots = 1, at::Tensor scratch = {},
-                RingPhases phases = RingPhases::ReduceScatterThenAllgather);
+                RingPhases phases = RingPhases::ReduceScatterThenAllgather, bool compact = false);
   RingAllreduce(const RingAllreduce&) = delete;
   RingAllreduce& operator=(const RingAllreduce&) = delete;
 
@@ -57,11 +68,15 @@ class RingAllreduce {
   bool progress();
   // What MPI may still write into should the collective be abandoned (the scratch space).
   at::Tensor scratch() const { return scratch_; }
-  // The scratch space a ring over `size` members needs for `buffer`, in bytes.
-  static std::int64_t scratchBytes(const at::Tensor& buffer, int size);
+  // The scratch space a ring over `size` members needs for `buffer`, in bytes (at most: a
+  // compact ring's slots depend on its chunk size, at least chunkElements).
+  static std::int64_t scratchBytes(const at::Tensor& buffer, int size,
+                                   std::int64_t chunkElements = 1, bool compact = false);
   // Once done(): the scratch space, for another ring to use; undefined after the first call.
   at::Tensor releaseScratch();
   bool done() const { return finished_ == static_cast<int>(chunks_.size()); }
+  // Bytes this member's sends have carried so far.
+  std::int64_t sentBytes() const { return sentBytes_; }
 
  private:
   struct Chunk {
@@ -75,14 +90,21 @@ class RingAllreduce {
   std::int64_t segmentStart(int segment) const;
   std::int64_t chunkCount(int segment, int chunk) const;
   int tag(int step, int chunk) const;
+  // A compact ring's slots of one chunk: where its encoded receive lands and its send is encoded.
+  std::uint8_t* receiveSlot(int chunk) const;
+  std::uint8_t* sendSlot(int chunk) const;
 
   MPI_Comm comm_;
   int rank_ = 0;
   int size_ = 1;
   at::Tensor buffer_;
-  at::Tensor scratch_;  // one segment: each chunk's slot receives the left neighbour's part
+  // Plain: one segment, each chunk's slot receives the left neighbour's part. Compact: bytes,
+  // a receive slot then a send slot per chunk, slotBytes_ each.
+  at::Tensor scratch_;
   at::Tensor scratchSpace_;  // the uint8 space scratch_ views, until released
   MPI_Datatype type_;
+  bool compact_ = false;
+  std::int64_t slotBytes_ = 0;
   std::int64_t chunkElements_;
   int steps_ = 0;
   int firstStep_ = 0;
@@ -92,6 +114,7 @@ class RingAllreduce {
   std::vector<MPI_Request> requests_;  // chunk c: [2c] its receive, [2c + 1] its send
   std::vector<int> completed_;
   int finished_ = 0;
+  std::int64_t sentBytes_ = 0;
 };
 
 }  // namespace tl::comm::detail
