@@ -41,20 +41,21 @@ std::uint8_t* encodeBlock(const std::int64_t* v, int n, std::uint8_t* out) {
   out[1] = static_cast<std::uint8_t>(width);
   out += kHeaderBytes;
   const std::uint64_t mask = lowMask(width);
-  u128 bits = 0;
+  // Bits gather in a 64-bit word, written out whenever it fills; a value that straddles two
+  // words leaves its high bits in the next.
+  std::uint64_t word = 0;
   int filled = 0;
   for (int i = 0; i < n; ++i) {
-    bits |= u128(static_cast<std::uint64_t>(v[i] >> shift) & mask) << filled;
+    const std::uint64_t bits = static_cast<std::uint64_t>(v[i] >> shift) & mask;
+    word |= bits << filled;
     filled += width;
     if (filled >= 64) {
-      const auto word = static_cast<std::uint64_t>(bits);
       std::memcpy(out, &word, 8);
       out += 8;
-      bits >>= 64;
       filled -= 64;
+      word = filled == 0 ? 0 : bits >> (width - filled);
     }
   }
-  const auto word = static_cast<std::uint64_t>(bits);
   const int tail = (filled + 7) / 8;
   std::memcpy(out, &word, static_cast<size_t>(tail));
   return out + tail;
@@ -79,6 +80,27 @@ const std::uint8_t* decodeBlock(const std::uint8_t* in, const std::uint8_t* end,
   const std::uint8_t* const blockEnd = in + bytes;
   const std::uint64_t mask = lowMask(width);
   const int signShift = 64 - width;
+  const auto put = [&](int i, std::uint64_t low) {
+    const std::int64_t value = static_cast<std::int64_t>(low << signShift) >> signShift;
+    const std::uint64_t shifted = static_cast<std::uint64_t>(value) << shift;
+    if (mode == Decode::Store) {
+      out[i] = static_cast<std::int64_t>(shifted);
+    } else {
+      out[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(out[i]) + shifted);
+    }
+  };
+  if (width <= 57 && end - blockEnd >= 8) {
+    // Each value from one unaligned 8-byte load at its first byte (its bits then lie within
+    // the word): no value waits for the one before. Reads up to 7 bytes past the block, which
+    // the stream has.
+    for (int i = 0; i < n; ++i) {
+      const int bit = i * width;
+      std::uint64_t word = 0;
+      std::memcpy(&word, in + (bit >> 3), 8);
+      put(i, (word >> (bit & 7)) & mask);
+    }
+    return blockEnd;
+  }
   u128 bits = 0;
   int available = 0;
   for (int i = 0; i < n; ++i) {
@@ -90,16 +112,9 @@ const std::uint8_t* decodeBlock(const std::uint8_t* in, const std::uint8_t* end,
       bits |= u128(word) << available;
       available += 8 * static_cast<int>(take);
     }
-    const std::uint64_t low = static_cast<std::uint64_t>(bits) & mask;
+    put(i, static_cast<std::uint64_t>(bits) & mask);
     bits >>= width;
     available -= width;
-    const std::int64_t value = static_cast<std::int64_t>(low << signShift) >> signShift;
-    const std::uint64_t shifted = static_cast<std::uint64_t>(value) << shift;
-    if (mode == Decode::Store) {
-      out[i] = static_cast<std::int64_t>(shifted);
-    } else {
-      out[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(out[i]) + shifted);
-    }
   }
   return blockEnd;
 }
