@@ -4,8 +4,10 @@
 # `nscluster.sh shape RATE` (tc tbf both ways; `off`: unshaped veth), and per setup
 #   - PyTorch DDP over gloo (bench/reference/ddp_speed.py on the same namespace hosts),
 #   - tl --reduction fp32,
-#   - tl --reduction exact (this build), and, with --before DIR, fp32 and exact of another
-#     build (e.g. main before a change to the reduction),
+#   - tl --reduction exact (this build; its sums travel in the compact encoding between hosts),
+#   - tl --reduction exact with TL_RING_ENCODING=plain (the same build, sums as plain int64),
+#   - with --before DIR, fp32 and exact of another build (e.g. main before a change to the
+#     reduction),
 # run in alternating rounds in one invocation. Throughput is the median step time after two
 # warm-up steps (tl: from metrics.jsonl's step times; DDP: ddp_speed.py's median), as images/s
 # of the whole job. Bytes each host sends per step are the difference of eth0's transmit
@@ -15,16 +17,21 @@
 # fp32 job on one host (all N processes on the head, Open MPI's shared memory), measured in the
 # same rounds: the namespace hosts share this machine's cores, so compute is alike in both.
 #
+# With --overlap-off, tl fp32 and exact also run with --overlap off, and each table says how
+# much of the communication overlap hid: (t_off - t_on) / (t_off - t_shared_memory).
+#
 # usage: bench/network_scaling.sh [--build DIR] [--before DIR] [--hosts "2 4"]
 #          [--rates "1gbit 10gbit off"] [--models "resnet18 resnet20"] [--steps S] [--rounds R]
-#          [--no-ddp] [--out DIR]
-# Models: resnet18 (CIFAR ResNet-18, batch 8 per process), resnet20 (batch 32 per process).
+#          [--no-ddp] [--overlap-off] [--out DIR]
+# Models: resnet18 (CIFAR ResNet-18, batch 8 per process), resnet20 (batch 32 per process),
+# gpt (examples/gpt's model exported at 4 layers, width 256, context 64, from a character corpus
+# of this repository's docs; batch 2 sequences per process, AdamW; "images/s" are sequences/s).
 # Writes OUT/network_scaling.csv and OUT/images_per_s_<model>_<N>hosts.png (tl-report), and
 # prints one table per setup. Exit 77 where namespaces cannot be made.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build BEFORE="" HOSTS="2 4" RATES="1gbit 10gbit off" MODELS="resnet18 resnet20"
-STEPS=6 ROUNDS=3 DDP=1 OUT=""
+STEPS=6 ROUNDS=3 DDP=1 OUT="" OVERLAP_OFF=0
 while (($#)); do
   case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -35,6 +42,7 @@ while (($#)); do
     --steps) STEPS=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --no-ddp) DDP=0; shift ;;
+    --overlap-off) OVERLAP_OFF=1; shift ;;
     --out) OUT=$2; shift 2 ;;
     *) echo "network_scaling: unknown argument '$1' (see the usage at the top of $0)" >&2; exit 2 ;;
   esac
@@ -46,7 +54,7 @@ if [[ -n $BEFORE ]]; then
   [[ -x $BEFORE/launcher/tl-launch ]] || { echo "network_scaling: no tl-launch in $BEFORE/launcher" >&2; exit 2; }
 fi
 [[ $STEPS =~ ^[1-9][0-9]*$ && $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "network_scaling: --steps and --rounds must be positive integers" >&2; exit 2; }
-for m in $MODELS; do [[ $m == resnet18 || $m == resnet20 ]] || { echo "network_scaling: unknown model '$m' (resnet18, resnet20)" >&2; exit 2; }; done
+for m in $MODELS; do [[ $m == resnet18 || $m == resnet20 || $m == gpt ]] || { echo "network_scaling: unknown model '$m' (resnet18, resnet20, gpt)" >&2; exit 2; }; done
 maxhosts=0
 for n in $HOSTS; do
   [[ $n =~ ^[1-9][0-9]*$ && $n -ge 2 ]] || { echo "network_scaling: --hosts takes counts >= 2, got '$n'" >&2; exit 2; }
@@ -70,25 +78,49 @@ export NSC_PREFIX
 trap '"$NSC" down' EXIT
 
 "$BUILD/launcher/tl-data" synth --out "$WORK/data" --train 4096 --test 16 --seed 1 >/dev/null
+GPT_SEQ=64
+if [[ " $MODELS " == *" gpt "* ]]; then
+  /usr/bin/python3 "$ROOT/examples/gpt/prepare_data.py" --out "$WORK/corpus" \
+    --source "$ROOT/README.md" "$ROOT/docs/design.md" >/dev/null
+  /usr/bin/python3 "$ROOT/examples/gpt/export.py" --data "$WORK/corpus" --out "$WORK/gpt.pt" \
+    --seq-len "$GPT_SEQ" --layers 4 --width 256 --heads 4
+  GPT_VOCAB=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["vocab_size"])' "$WORK/corpus/meta.json")
+fi
 
-batch_of() { [[ $1 == resnet18 ]] && echo 8 || echo 32; }
-tl_model() { [[ $1 == resnet18 ]] && echo "--model resnet18" || echo "--model resnet --depth 20"; }
+batch_of() { case $1 in resnet18) echo 8 ;; resnet20) echo 32 ;; gpt) echo 2 ;; esac; }
+tl_model() {  # the model and data flags of tl-launch
+  case $1 in
+    resnet18) echo "--model resnet18 --dataset cifar10 --data-dir $WORK/data" ;;
+    resnet20) echo "--model resnet --depth 20 --dataset cifar10 --data-dir $WORK/data" ;;
+    gpt) echo "--model-file $WORK/gpt.pt --model-returns loss --optimizer adamw --lr 0.002 --dataset tokens" \
+           "--data-dir $WORK/corpus --seq-len $GPT_SEQ" ;;
+  esac
+}
+ddp_model() {  # the model flags of ddp_speed.py
+  if [[ $1 == gpt ]]; then echo "--model-file $WORK/gpt.pt --seq-len $GPT_SEQ --vocab $GPT_VOCAB"; else echo "--model $1"; fi
+}
 hostlist() { local n=$1 i s=""; for ((i = 1; i <= n; i++)); do s+="${s:+,}h$i:1"; done; echo "$s"; }
 tx() { "$NSC" exec "$1" cat /sys/class/net/eth0/statistics/tx_bytes; }
 tx_all() { local n=$1 i s=""; for ((i = 1; i <= n; i++)); do s+="${s:+ }$(tx "h$i")"; done; echo "$s"; }
 
-# tl STEPS OUT N MODEL REDUCTION BIN [where]: where = hosts (one process per host) or shm (all
-# on the head). Prints the median step time in seconds (from metrics.jsonl, steps >= 3).
+# tl STEPS OUT N MODEL REDUCTION BIN [where [encoding [overlap]]]: where = hosts (one process
+# per host) or shm (all on the head); encoding: TL_RING_ENCODING (auto unless given); overlap:
+# --overlap (on unless given). Prints the median step time in seconds (from metrics.jsonl,
+# steps >= 3).
 tl_run() {
-  local steps=$1 out=$2 n=$3 model=$4 reduction=$5 bin=$6 where=${7:-hosts}
+  local steps=$1 out=$2 n=$3 model=$4 reduction=$5 bin=$6 where=${7:-hosts} encoding=${8:-auto}
+  local overlap=${9:-on}
   # shellcheck disable=SC2046
-  local flags=($(tl_model "$model") --dataset cifar10 --data-dir "$WORK/data" --logical-workers "$n"
+  local flags=($(tl_model "$model") --logical-workers "$n"
                --batch "$(batch_of "$model")" --seed 1 --reduction "$reduction" --compute-threads 1
-               --workers 1 --log-every 0 --control-bind none --steps "$steps" --output-dir "$out")
+               --workers 1 --log-every 0 --control-bind none --steps "$steps" --output-dir "$out"
+               --overlap "$overlap")
   if [[ $where == shm ]]; then
-    "$NSC" mpirun --host "head:$n" -np "$n" "$bin/launcher/tl-launch" "${flags[@]}" >"$out.log" 2>&1
+    "$NSC" mpirun --host "head:$n" -np "$n" -x TL_RING_ENCODING="$encoding" "$bin/launcher/tl-launch" \
+      "${flags[@]}" >"$out.log" 2>&1
   else
-    "$NSC" mpirun --host "$(hostlist "$n")" -np "$n" "$bin/launcher/tl-launch" "${flags[@]}" >"$out.log" 2>&1
+    "$NSC" mpirun --host "$(hostlist "$n")" -np "$n" -x TL_RING_ENCODING="$encoding" "$bin/launcher/tl-launch" \
+      "${flags[@]}" >"$out.log" 2>&1
   fi || { echo "network_scaling: tl-launch failed, see $out.log:" >&2; tail -5 "$out.log" >&2; exit 1; }
   python3 - "$out/metrics.jsonl" <<'EOF'
 import json, statistics, sys
@@ -100,8 +132,9 @@ EOF
 # ddp STEPS OUT N MODEL: PyTorch DDP (gloo over eth0) on h1..hN; prints the median step time.
 ddp_run() {
   local steps=$1 out=$2 n=$3 model=$4
+  # shellcheck disable=SC2046
   "$NSC" mpirun --host "$(hostlist "$n")" -np "$n" -x GLOO_SOCKET_IFNAME=eth0 \
-    /usr/bin/python3 "$ROOT/bench/reference/ddp_speed.py" --model "$model" --batch "$(batch_of "$model")" \
+    /usr/bin/python3 "$ROOT/bench/reference/ddp_speed.py" $(ddp_model "$model") --batch "$(batch_of "$model")" \
     --steps "$steps" --warmup 2 --threads 1 --master-addr "$("$NSC" addr h1)" >"$out.log" 2>&1 ||
     { echo "network_scaling: ddp_speed.py failed, see $out.log:" >&2; tail -5 "$out.log" >&2; exit 1; }
   python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]["step_ms"] / 1000)' "$out.log"
@@ -109,13 +142,17 @@ ddp_run() {
 
 systems=()
 ((DDP)) && systems+=(ddp)
-systems+=(fp32 exact)
+systems+=(fp32 exact exact_plain)
 [[ -n $BEFORE ]] && systems+=(fp32_before exact_before)
+((OVERLAP_OFF)) && systems+=(fp32_nooverlap exact_nooverlap)
 run_system() {  # SYSTEM STEPS OUT N MODEL
   case $1 in
     ddp) ddp_run "$2" "$3" "$4" "$5" ;;
     fp32) tl_run "$2" "$3" "$4" "$5" fp32 "$BUILD" ;;
     exact) tl_run "$2" "$3" "$4" "$5" exact "$BUILD" ;;
+    exact_plain) tl_run "$2" "$3" "$4" "$5" exact "$BUILD" hosts plain ;;
+    fp32_nooverlap) tl_run "$2" "$3" "$4" "$5" fp32 "$BUILD" hosts auto off ;;
+    exact_nooverlap) tl_run "$2" "$3" "$4" "$5" exact "$BUILD" hosts auto off ;;
     fp32_before) tl_run "$2" "$3" "$4" "$5" fp32 "$BEFORE" ;;
     exact_before) tl_run "$2" "$3" "$4" "$5" exact "$BEFORE" ;;
   esac
@@ -176,8 +213,10 @@ python3 - "$CSV" "$WORK" <<'EOF' || status=$?
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 work = sys.argv[2]
-names = {"ddp": "PyTorch DDP (gloo)", "fp32": "tl fp32", "exact": "tl exact",
-         "fp32_before": "tl fp32 (--before build)", "exact_before": "tl exact (--before build)"}
+names = {"ddp": "PyTorch DDP (gloo)", "fp32": "tl fp32", "exact": "tl exact (compact sums)",
+         "exact_plain": "tl exact (int64 sums: TL_RING_ENCODING=plain)",
+         "fp32_before": "tl fp32 (--before build)", "exact_before": "tl exact (--before build)",
+         "fp32_nooverlap": "tl fp32, --overlap off", "exact_nooverlap": "tl exact, --overlap off"}
 setups = list(dict.fromkeys((int(r["hosts"]), r["model"], r["rate"]) for r in rows))  # run order
 for n, model, rate in setups:
     sel = {r["system"]: r for r in rows if (int(r["hosts"]), r["model"], r["rate"]) == (n, model, rate)}
@@ -191,7 +230,8 @@ for n, model, rate in setups:
           f"2(N-1)/N x fp32 gradient = {ring:.0f} bytes")
     print("| system | images/s | vs DDP | vs tl fp32 | bytes/host/step | vs ring fp32 |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for key in ("ddp", "fp32", "exact", "fp32_before", "exact_before"):
+    for key in ("ddp", "fp32", "exact", "exact_plain", "fp32_before", "exact_before", "fp32_nooverlap",
+                "exact_nooverlap"):
         if key not in sel:
             continue
         r = sel[key]
@@ -199,15 +239,21 @@ for n, model, rate in setups:
         vs_ddp = f"{ips / float(sel['ddp']['images_per_s']):.2f}" if "ddp" in sel else "-"
         print(f"| {names[key]} | {ips:.1f} | {vs_ddp} | {ips / float(sel['fp32']['images_per_s']):.2f} | "
               f"{round(float(r['bytes_per_step']))} | {float(r['bytes_per_step']) / ring:.2f} |")
+    for mode in ("fp32", "exact"):
+        if f"{mode}_nooverlap" in sel:
+            on, off = float(sel[mode]["step_s"]), float(sel[f"{mode}_nooverlap"]["step_s"])
+            print(f"overlap hid {max(0.0, off - on) / max(1e-9, off - shm):.0%} of tl {mode}'s communication "
+                  f"(step {off:.3f} s with --overlap off, {on:.3f} s with it on, {shm:.3f} s in shared memory)")
 
 # The bytes check: every tl run of one job (hosts, model, fp32 or exact, any link, any round,
 # this build or --before's) trained the same params_sha256.
 import glob, json, re
 hashes = {}
 for path in glob.glob(f"{work}/*h_*_*_*_[0-9]*/summary.json"):
-    m = re.match(r"(\d+)h_(\w+?)_([^_]+)_(fp32|exact|exact_before)_(\d+)$", path.split("/")[-2])
+    m = re.match(r"(\d+)h_(\w+?)_([^_]+)_(fp32|exact|exact_plain|exact_before|fp32_nooverlap|exact_nooverlap)_(\d+)$",
+                 path.split("/")[-2])
     if m:
-        family = "fp32" if m.group(4) == "fp32" else "exact"
+        family = "fp32" if m.group(4).startswith("fp32") else "exact"
         hashes.setdefault((m.group(1), m.group(2), family), set()).add(json.load(open(path))["params_sha256"])
 bad = {k: v for k, v in hashes.items() if len(v) != 1}
 print()
@@ -228,6 +274,10 @@ for n in $HOSTS; do
         ddp) label="PyTorch DDP" ;;
         fp32_before) label="tl fp32 (before)" ;;
         exact_before) label="tl exact (before)" ;;
+        exact) label="tl exact (compact)" ;;
+        exact_plain) label="tl exact (int64)" ;;
+        fp32_nooverlap) label="tl fp32, overlap off" ;;
+        exact_nooverlap) label="tl exact, overlap off" ;;
         *) label="tl $sys" ;;
       esac
       [[ $(wc -l <"$f") -gt 1 ]] && series+="${series:+;}$label=$f:gbit:images_per_s"

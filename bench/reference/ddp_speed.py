@@ -1,14 +1,18 @@
 """PyTorch DDP reference for bench_ddp_vs_pytorch: data-parallel training of tl's CIFAR
 ResNet-18 or ResNet-20 (ddp_models.py: layer for layer as tl's `--model resnet18` and
 `--model resnet --depth 20`) with torch.nn.parallel.DistributedDataParallel over gloo on CPU,
-or NCCL when --device cuda, on random CIFAR-shaped batches, SGD with momentum.
+or NCCL when --device cuda, on random CIFAR-shaped batches, SGD with momentum. Or, with
+--model-file M.pt --seq-len L --vocab V, a TorchScript module returning the loss of
+(inputs, targets) token batches (tl's --model-returns loss; e.g. examples/gpt's export), on
+random tokens, AdamW.
 
 Processes: under mpirun (Open MPI's OMPI_COMM_WORLD_* variables name rank and size; rank 0's
 host is --master-addr) or, without them, --processes local processes started here with
 torch.multiprocessing, meeting on 127.0.0.1. Rank 0 prints one JSON line:
 {"images_per_s": all processes together, "step_ms": median step, "processes": P}.
 
-usage: ddp_speed.py --model resnet18|resnet20 [--batch 32] [--steps 6] [--warmup 2]
+usage: ddp_speed.py --model resnet18|resnet20 | --model-file M.pt --seq-len L --vocab V
+       [--batch 32] [--steps 6] [--warmup 2]
        [--threads 1] [--processes 2] [--master-addr 127.0.0.1] [--master-port 29512]
        [--device cpu|cuda]
 """
@@ -41,16 +45,31 @@ def train(rank, size, args):
     dist.init_process_group(backend, rank=rank, world_size=size)
     device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
     torch.manual_seed(0)
-    model = make_model(args.model).to(device)
-    ddp = nn.parallel.DistributedDataParallel(model)  # 25 MiB buckets, overlapped with backward
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
     generator = torch.Generator().manual_seed(rank)
-    x = torch.randn(args.batch, 3, 32, 32, generator=generator).to(device)
-    y = torch.randint(0, 10, (args.batch,), generator=generator).to(device)
+    if args.model_file:
+        model = torch.jit.load(args.model_file, map_location=device)
+        x = torch.randint(0, args.vocab, (args.batch, args.seq_len), generator=generator).to(device)
+        y = torch.roll(x, -1, 1)
+    else:
+        model = make_model(args.model).to(device)
+        x = torch.randn(args.batch, 3, 32, 32, generator=generator).to(device)
+        y = torch.randint(0, 10, (args.batch,), generator=generator).to(device)
+    # gloo cannot broadcast bool tensors (a GPT's causal mask): DDP leaves those buffers alone.
+    bool_buffers = [name for name, b in model.named_buffers() if b.dtype == torch.bool]
+    if bool_buffers:
+        nn.parallel.DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(model, bool_buffers)
+    ddp = nn.parallel.DistributedDataParallel(model)  # 25 MiB buckets, overlapped with backward
+    if args.model_file:
+        opt = torch.optim.AdamW(ddp.parameters(), lr=0.002)
+    else:
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
+
+    def loss():
+        return ddp(x, y) if args.model_file else F.cross_entropy(ddp(x), y)
 
     def step():
         opt.zero_grad(set_to_none=True)
-        F.cross_entropy(ddp(x), y).backward()
+        loss().backward()
         opt.step()
         if args.device == "cuda":
             torch.cuda.synchronize()
@@ -73,7 +92,10 @@ def train(rank, size, args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", choices=["resnet18", "resnet20"], required=True)
+    p.add_argument("--model", choices=["resnet18", "resnet20"])
+    p.add_argument("--model-file", help="TorchScript module: forward(inputs, targets) -> loss")
+    p.add_argument("--seq-len", type=int, default=64)
+    p.add_argument("--vocab", type=int, default=0)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--warmup", type=int, default=2)
@@ -83,6 +105,10 @@ def main():
     p.add_argument("--master-port", type=int, default=29512)
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = p.parse_args()
+    if (args.model is None) == (args.model_file is None):
+        p.error("give --model or --model-file")
+    if args.model_file and args.vocab < 1:
+        p.error("--model-file needs --vocab (the token ids' range)")
     os.environ["MASTER_ADDR"] = args.master_addr
     os.environ["MASTER_PORT"] = str(args.master_port)
     if "OMPI_COMM_WORLD_RANK" in os.environ:
