@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -26,6 +27,10 @@
 #include "runtime/train/metrics.h"
 #include "runtime/train/trainer_result.h"
 
+namespace c10 {
+struct Event;
+}
+
 namespace tl::est {
 
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
@@ -40,15 +45,34 @@ struct JobState {
   std::vector<EstContext> contexts;  // by logical rank
 };
 
+// What a step changes outside its optimizer update, as of one step boundary: the model's
+// buffers (forward moves BatchNorm's statistics), the reducer's state (a reduction may rescale
+// the exact reducer) and all N EST contexts (generators, data cursors). Together with the live
+// parameters and optimizer state, which only the update changes, it is the whole job at that
+// boundary (EstExecutor::stateAt). Buffers and reducer state stay on the replica's device.
+struct BoundarySnapshot {
+  int64_t stepsDone = -1;
+  NamedTensors buffers;  // state-dict names
+  NamedTensors reducer;
+  std::vector<EstContext> contexts;  // by logical rank, all N
+  bool empty() const { return contexts.empty(); }
+};
+
 // What the caller wants after a step.
 enum class StepAction { Continue, Stop };
 
-// Called on every process after every optimizer step, at the step boundary (all ESTs parked,
-// all generator states saved). Must make the same decision on every process.
+// Told about every step on every process. afterStep: after the optimizer update, at the step
+// boundary (all ESTs parked, all generator states saved); it must make the same decision on
+// every process. beforeUpdate: once every exchange of the step is done (reductions, rank 0's
+// buffers, statistics) and before the update; it may make collective calls. runUpdate: runs
+// the update, which changes only this process's parameters and optimizer state and needs no
+// peer.
 class StepObserver {
  public:
   virtual ~StepObserver() = default;
   virtual StepAction afterStep(int64_t stepsDone, class EstExecutor& executor) = 0;
+  virtual void beforeUpdate(class EstExecutor&) {}
+  virtual void runUpdate(class EstExecutor&, const std::function<void()>& update) { update(); }
 };
 
 class LocalRound;
@@ -90,6 +114,17 @@ class EstExecutor {
   // Collective over the host communicator: gathers the job state at the current step boundary
   // onto rank `root` (contexts are empty elsewhere).
   JobState captureState(int root = 0);
+  // Collective (host communicator): the state outside the optimizer update that the boundary
+  // after step `stepsDone` will have (est/executor_state.cpp); called between a step's last
+  // exchange and its update, or at a boundary.
+  BoundarySnapshot snapshotBoundary(int64_t stepsDone);
+  // The whole job at `snapshot`'s boundary, on the CPU: the live parameters and optimizer state
+  // with the snapshot. Any thread, while the training thread is not in an update and the
+  // parameters are those of that boundary. On a GPU it copies on a side stream that waits only
+  // for the last update (markUpdated), not for collectives queued after it.
+  JobState stateAt(const BoundarySnapshot& snapshot) const;
+  // Training thread, right after an update: on a GPU, the point stateAt's copies wait for.
+  void markUpdated();
 
   // Adopts a new layout at a step boundary: which processes take part and which ESTs each
   // holds. Collective over the CURRENT host communicator's members, who all pass the same
@@ -169,6 +204,8 @@ class EstExecutor {
   double lastComputePerEst_ = 0;
   double bytesPerEst_ = 0;
   double slowdown_ = 1.0;
+  std::shared_ptr<c10::Event> updated_;  // GPU: recorded after the last update (markUpdated)
+  int updateDelayMs_ = 0;                // TL_TEST_UPDATE_DELAY_MS (executor_run.cpp)
 };
 
 }  // namespace tl::est

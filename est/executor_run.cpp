@@ -1,6 +1,11 @@
 // EstExecutor::run: the step loop, written as the consistency contract reads (docs/design.md):
 // every local EST computes its micro-batch (same data and generators as its DDP rank), the
 // reduction combines them or asks for a replay, rank 0's buffers survive, one optimizer step.
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "common/check.h"
 #include "est/executor.h"
 #include "est/loader_tuning.h"
 #include "est/local_round.h"
@@ -34,16 +39,29 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
       record.beginStep(step / plan_.stepsPerEpoch, t0, lead());
       record.dataWaitSoFar(loaderStats().waitSeconds);
 
+      // Every exchange of the step comes before its update, which needs no peer: a process
+      // that began its update holds the whole job at the next boundary once it ends
+      // (docs/design.md, "Surviving a lost rank").
       const auto c0 = Clock::now();
       const double lr = optim::learningRate(plan_.schedule, step);
       applyRankZeroBuffers();
-      const auto c1 = Clock::now();
-      backend_->optimizerStep(lr);
-      const auto c2 = Clock::now();
       const train::BatchStats local = round_->localStats();
       const train::BatchStats global = train::allreduceStats(local, *host_);
-      const auto c3 = Clock::now();
-      ++stepsDone_;
+      if (observer) observer->beforeUpdate(*this);
+      const auto c1 = Clock::now();
+      const auto update = [&] {
+        backend_->optimizerStep(lr);
+        markUpdated();
+        if (updateDelayMs_ > 0)
+          std::this_thread::sleep_for(std::chrono::milliseconds(updateDelayMs_));
+        ++stepsDone_;
+      };
+      if (observer) {
+        observer->runUpdate(*this, update);
+      } else {
+        update();
+      }
+      const auto c2 = Clock::now();
 
       StepRecord s;
       s.stepsDone = stepsDone_;
@@ -52,8 +70,8 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
       s.computeSeconds = secondsBetween(c1, c2) + round_->computeSeconds();
       lastComputePerEst_ = local_.empty() ? 0.0 : round_->computeSeconds() / double(local_.size());
       bytesPerEst_ = round_->bytesPerEst();
-      s.commSeconds = reduceSeconds + secondsBetween(c0, c1) + secondsBetween(c2, c3);
-      s.stepSeconds = secondsBetween(t0, c3);
+      s.commSeconds = reduceSeconds + secondsBetween(c0, c1);
+      s.stepSeconds = secondsBetween(t0, c2);
       s.overlap = backend_->overlap();
       record.recordStep(s, lead());
       if (stepBoundary(observer, s.computeSeconds, local.samples, record.result()) == StepAction::Stop) break;

@@ -113,6 +113,14 @@ TEST_F(OwnModel, SameBitsOnEveryPlacementAndAcrossACheckpointRestart) {
 // but the output folder) gives the bits of DDP mode (4 processes, one EST each) on placements
 // 3,1 and 2,2, across a checkpoint-restart (2 processes, then 1), through an in-place shrink
 // 2 -> 1 and grow 1 -> 2 (tl-ctl), and through a tl-run recovery from a SIGKILLed rank.
+//
+// The in-place job must outlast both requests and the grow's new process getting ready (it
+// starts libtorch, slowly under CI's load), and the supervised job the kill: their optimizer
+// updates hold on (TL_TEST_UPDATE_DELAY_MS: timing only, the bits do not change), so the job
+// can be short.
+constexpr const char* kInplaceDelay = "env TL_TEST_UPDATE_DELAY_MS=75 ";
+constexpr const char* kRecoveryDelay = "env TL_TEST_UPDATE_DELAY_MS=15 ";
+
 void checkContract(const std::string& name, const std::string& job) {
   const auto run = [&](int np, const std::string& out, const std::string& more) {
     auto r = runCommand(tl::testing::mpirunPrefix(np) + TL_LAUNCH_BIN + job + " --output-dir " + out + more, 300, out);
@@ -136,7 +144,8 @@ void checkContract(const std::string& name, const std::string& job) {
   {
     const std::string dir = freshDir(name + "_inplace");
     const std::string out = dir + "/out";
-    tl::testing::BackgroundJob background(2, job + " --output-dir " + out, dir);
+    tl::testing::BackgroundJob background(2, job + " --output-dir " + out, dir,
+                                          kInplaceDelay + tl::testing::mpirunPrefix(2));
     EXPECT_TRUE(background.waitForControl(out)) << background.log();
     auto results = tl::testing::queueCommands({"rescale " + out + " --processes 1", "rescale " + out + " --processes 2"},
                                               out, dir);
@@ -148,9 +157,10 @@ void checkContract(const std::string& name, const std::string& job) {
 
   {
     const std::string out = freshDir(name + "_recovery");
-    const std::string tlRun = std::string(TL_RUN_BIN) + " --np 2 --max-restarts 1 --hang-timeout 20 --mpirun " +
-                              TL_MPIEXEC + " --mpirun-args --oversubscribe --launch " + TL_LAUNCH_BIN + " --" + job +
-                              " --output-dir " + out;
+    const std::string tlRun = kRecoveryDelay + std::string(TL_RUN_BIN) +
+                              " --np 2 --max-restarts 1 --hang-timeout 20 --mpirun " + TL_MPIEXEC +
+                              " --mpirun-args --oversubscribe --launch " + TL_LAUNCH_BIN + " --" +
+                              job + " --output-dir " + out;
     CommandResult result;
     std::thread supervised([&] { result = runCommand(tlRun, 300, freshDir(name + "_recovery_cmd")); });
     EXPECT_TRUE(tl::testing::waitUntil(
@@ -169,18 +179,19 @@ void checkContract(const std::string& name, const std::string& job) {
 
 // A scripted CNN with BatchNorm and dropout, on image data.
 TEST_F(OwnModel, ContractForAScriptedCnnWithBatchNormAndDropout) {
-  checkContract("own_contract_cnn", " --dataset cifar10 --data-dir " + gData + " --model-file " +
-                                        module("bn_dropout_cnn.pt") +
-                                        " --batch 8 --logical-workers 4 --steps 600 --seed 3 --log-every 0 --workers 1");
+  checkContract(
+      "own_contract_cnn",
+      " --dataset cifar10 --data-dir " + gData + " --model-file " + module("bn_dropout_cnn.pt") +
+          " --batch 8 --logical-workers 4 --steps 400 --seed 3 --log-every 0 --workers 1");
 }
 
 // examples/gpt's decoder at its smallest, a model that returns its loss, on token data.
-// Its step is ~1 ms, so the job runs 2000 steps: with 600, under CI's load the job ended
-// before tl-ctl's grow (a new process starting libtorch) reached it.
 TEST_F(OwnModel, ContractForAScriptedGptOnTokens) {
-  checkContract("own_contract_gpt", " --dataset tokens --seq-len 8 --data-dir " + gTokens + " --model-returns loss" +
-                                        " --model-file " + module("tiny_gpt.pt") +
-                                        " --batch 4 --logical-workers 4 --steps 2000 --seed 3 --log-every 0 --workers 1");
+  checkContract(
+      "own_contract_gpt",
+      " --dataset tokens --seq-len 8 --data-dir " + gTokens + " --model-returns loss" +
+          " --model-file " + module("tiny_gpt.pt") +
+          " --batch 4 --logical-workers 4 --steps 400 --seed 3 --log-every 0 --workers 1");
 }
 
 // The built-in cnn exported from its PyTorch definition, initialised as tl initialises it
