@@ -3,11 +3,15 @@
 # the processes that remain) next to a cold restart from the last periodic checkpoint, measured
 # in the same invocation. ResNet-18, N = 4, 4 -> 3 processes.
 #
-#   bench/bench_recovery.sh [BUILD_DIR]   (env: STEPS=64 EVERY=50 KILL_AT=60 BATCH=4 MODEL=resnet18)
+#   bench/bench_recovery.sh [BUILD_DIR]   (env: STEPS=64 EVERY=50 KILL_AT=60 BATCH=4 MODEL=resnet18
+#                                          ROUNDS=3 OSTEPS=40 OBATCH=8 ONP=2)
 #
-# Prints, for each: seconds from the kill to the first step completed after it, completed steps
-# recomputed, the mean step time before the kill (the per-step cost of keeping the copy), and
-# the final params_sha256 (the two must agree).
+# First, what being recoverable costs while healthy: the same job under mpirun alone and under
+# tl-run, in ROUNDS alternating rounds: the median step time of each, their ratio with a 95 %
+# bootstrap interval (and each round's ratio), and peak memory summed over the processes
+# (targets: <= 1.01x and <= 1.05x). Then, for a kill: seconds from the kill to the first step
+# completed after it, completed steps recomputed, the mean step time before the kill, and the
+# final params_sha256 (the two must agree).
 set -euo pipefail
 BUILD=${1:-build}
 BIN=$(cd "$BUILD/launcher" && pwd)
@@ -17,6 +21,10 @@ KILL_AT=${KILL_AT:-60}
 BATCH=${BATCH:-4}
 MODEL=${MODEL:-resnet18}
 MPIRUN=${MPIRUN:-mpirun}
+ROUNDS=${ROUNDS:-3}       # alternating rounds of the healthy-run comparison
+OSTEPS=${OSTEPS:-40}      # their steps
+OBATCH=${OBATCH:-8}       # their batch per worker
+ONP=${ONP:-2}             # their processes
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 WORK=$(mktemp -d /tmp/bench_recovery.XXXXXX)
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$WORK"' EXIT
@@ -66,6 +74,43 @@ print(f"{first['time'] - killed:.2f} {regained['time'] - killed:.2f} {done_befor
 PY
 }
 
+# 0) What being recoverable costs while healthy: the same job (no checkpoints, no kill) under
+#    mpirun alone and under tl-run, in alternating rounds. Step times from the lead's step
+#    records (steps 4 on), peak RSS summed over the processes from summary.json.
+OJOB="--dataset cifar10 --data-dir $WORK/data --model $MODEL --logical-workers 4 --batch $OBATCH --seed 3 --log-every 0 --steps $OSTEPS"
+for r in $(seq 1 "$ROUNDS"); do
+  $MPIRUN --oversubscribe -np "$ONP" "$BIN/tl-launch" $OJOB --output-dir "$WORK/plain$r" > "$WORK/plain$r.log" 2>&1
+  "$BIN/tl-run" --np "$ONP" --max-restarts 1 --hang-timeout 60 --mpirun "$MPIRUN" --mpirun-args "--oversubscribe" \
+    -- $OJOB --output-dir "$WORK/guarded$r" > "$WORK/guarded$r.log" 2>&1
+done
+OVERHEAD=$(python3 - "$WORK" "$ROUNDS" <<'PY'
+import json, random, statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+def steps(out):
+    t = sorted((r["step"], r["time"]) for r in map(json.loads, open(out + "/metrics.jsonl")) if r.get("type") == "step")
+    return [b[1] - a[1] for a, b in zip(t, t[1:]) if a[0] >= 4]
+def summary(out): return json.load(open(out + "/summary.json"))
+plain, guarded, per_round, mem_p, mem_g, shas = [], [], [], [], [], set()
+for r in range(1, rounds + 1):
+    p, g = steps(f"{work}/plain{r}"), steps(f"{work}/guarded{r}")
+    plain += p; guarded += g
+    per_round.append(statistics.median(g) / statistics.median(p))
+    sp, sg = summary(f"{work}/plain{r}"), summary(f"{work}/guarded{r}")
+    mem_p.append(sp["peak_rss_mb_sum"]); mem_g.append(sg["peak_rss_mb_sum"])
+    shas |= {sp["params_sha256"], sg["params_sha256"]}
+ratio = statistics.median(guarded) / statistics.median(plain)
+rng = random.Random(1)
+boot = sorted(statistics.median(rng.choices(guarded, k=len(guarded))) / statistics.median(rng.choices(plain, k=len(plain)))
+              for _ in range(2000))
+mp, mg = statistics.median(mem_p), statistics.median(mem_g)
+print(f"{statistics.median(plain):.4f} {statistics.median(guarded):.4f} {ratio:.3f} {boot[50]:.3f} {boot[1949]:.3f} "
+      f"{' '.join(f'{x:.3f}' for x in per_round)}|{mp:.0f} {mg:.0f} {mg / mp:.3f}|{'same' if len(shas) == 1 else 'DIFFERENT'}")
+PY
+)
+IFS='|' read -r O_STEP O_MEM O_SHA <<< "$OVERHEAD"
+read -r P_MED G_MED O_RATIO O_LO O_HI O_ROUNDS <<< "$O_STEP"
+read -r P_MEM G_MEM M_RATIO <<< "$O_MEM"
+
 # 1) tl-run: the survivors' copy of the last step boundary.
 A="$WORK/recover"
 "$BIN/tl-run" --np 4 --max-restarts 1 --hang-timeout 60 --mpirun "$MPIRUN" --mpirun-args "--oversubscribe" \
@@ -85,6 +130,13 @@ wait $RUN || true
 $MPIRUN --oversubscribe -np 3 "$BIN/tl-launch" --resume "$B/checkpoint" --output-dir "$B" >> "$WORK/cold.log" 2>&1
 read -r B_S B_R B_LOST B_STEP B_HASH < <(report "$B")
 
+echo "bench_recovery, healthy runs: $MODEL, N = 4, batch $OBATCH per worker, $ONP processes, $OSTEPS steps, $ROUNDS alternating rounds, $(nproc) cores"
+printf "| %-22s | %18s | %22s |\n" "run" "median step s" "peak RSS MB (summed)"
+printf "|%s|%s|%s|\n" "------------------------" "--------------------" "------------------------"
+printf "| %-22s | %18s | %22s |\n" "mpirun tl-launch" "$P_MED" "$P_MEM"
+printf "| %-22s | %18s | %22s |\n" "tl-run (recoverable)" "$G_MED" "$G_MEM"
+echo "ratio tl-run / alone: step time $O_RATIO (95 % interval $O_LO-$O_HI; per round $O_ROUNDS; target <= 1.01), peak memory $M_RATIO (target <= 1.05); params_sha256 $O_SHA"
+echo
 echo "bench_recovery: $MODEL, N = 4, batch $BATCH per worker, 4 -> 3 processes after SIGKILL at step $KILL_AT, periodic checkpoint every $EVERY steps, $(nproc) cores"
 printf "| %-34s | %19s | %27s | %26s | %18s |\n" "run" "kill -> next step s" "kill -> progress regained s" "completed steps recomputed" "step s before kill"
 printf "|%s|%s|%s|%s|%s|\n" "------------------------------------" "---------------------" "-----------------------------" "----------------------------" "--------------------"

@@ -45,9 +45,25 @@ void onStopSignal(int) { gStopRequested.store(true); }
 
 void installStopSignal() { tl::handleSignals({SIGUSR1}, onStopSignal); }
 
-// Under tl-run: this process's copy of the job, written when the job is lost (main's catch, so
-// it outlives the unwinding of runLaunch).
+// Under tl-run: what writes this process's copy of the job when the job is lost (from its
+// SIGTERM watcher, or writeCandidateAfter).
 std::unique_ptr<tl::launcher::RecoveryGuard> gRecovery;
+
+// An error leaves the training: the copy of the job, written while the executor still exists
+// (it copies the live replica). A hung or lost member (a collective timed out): this one
+// survives it. Its own failure: this rank counts as lost, but its copy of the last boundary is
+// sound. Bad input: no copy.
+void writeCandidateAfter(const std::exception& e) {
+  if (!gRecovery || dynamic_cast<const tl::InputError*>(&e)) return;
+  if (dynamic_cast<const tl::TimeoutError*>(&e)) {
+    const auto* collective = dynamic_cast<const tl::comm::CollectiveTimeout*>(&e);
+    gRecovery->writeCandidate(
+        {e.what(), /*timedOut=*/true, collective ? collective->absentRanks() : std::vector<int>{}});
+  } else {
+    gRecovery->writeCandidate({std::string("failed: ") + e.what(), false, {gRecovery->rank()}});
+  }
+  gRecovery->leave();  // the executor goes away with the unwinding
+}
 
 int localRankFromEnvironment() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
@@ -82,11 +98,17 @@ int runJoined(comm::ParentLink& lead) {
   settings.offer = joined->offer;
   train::MetricsLog metrics;  // never the lead: rank 0 never leaves
   launcher::TrainingProcess process(joined->membership, *usageRecorder, metrics, settings, &gStopRequested);
-  process.startJoined(*joined, lead, gRecovery);
-  launcher::TrainingEnding ending;
-  ending.resumed = true;
-  ending.checkpointDir = joined->offer.checkpointDir;
-  const int rc = process.trainToTheEnd(joined->executor, ending);
+  int rc = 0;
+  try {
+    process.startJoined(*joined, lead, gRecovery);
+    launcher::TrainingEnding ending;
+    ending.resumed = true;
+    ending.checkpointDir = joined->offer.checkpointDir;
+    rc = process.trainToTheEnd(joined->executor, ending);
+  } catch (const std::exception& e) {
+    writeCandidateAfter(e);
+    throw;
+  }
   gRecovery.reset();
   return rc;
 }
@@ -196,12 +218,19 @@ int runLaunch(int argc, char** argv) {
   settings.joinTimeoutSeconds = options.joinTimeoutSeconds;
   settings.offer = offer;
   launcher::TrainingProcess process(membership, *usageRecorder, metrics, settings, &gStopRequested);
-  failed = process.startLaunched(*executor, gRecovery);
-  if (failed) return failed;
-  launcher::TrainingEnding ending;
-  ending.resumed = resumed;
-  ending.checkpointDir = options.checkpointDir;
-  const int rc = process.trainToTheEnd(executor, ending);
+  int rc = 0;
+  try {
+    failed = process.startLaunched(*executor, gRecovery);
+    if (failed) return failed;
+    launcher::TrainingEnding ending;
+    ending.resumed = resumed;
+    ending.checkpointDir = options.checkpointDir;
+    rc = process.trainToTheEnd(executor, ending);
+  } catch (const std::exception& e) {
+    // The candidate copies the live replica: written here, while the executor still exists.
+    writeCandidateAfter(e);
+    throw;
+  }
   gRecovery.reset();
   tuner.reset();
   return rc;
@@ -239,15 +268,11 @@ int main(int argc, char** argv) {
     tl::launcher::printError(kProgram, e.what());
     tl::comm::MpiSession::abortJob(2);
   } catch (const tl::TimeoutError& e) {
-    // A hung (or lost) member: this one survives it; tl-run resumes from the copies.
-    const auto* collective = dynamic_cast<const tl::comm::CollectiveTimeout*>(&e);
-    if (gRecovery)
-      gRecovery->writeCandidate({e.what(), /*timedOut=*/true, collective ? collective->absentRanks() : std::vector<int>{}});
+    // A hung (or lost) member: this one survives it; tl-run resumes from the copies (written
+    // by runLaunch as the error left the training).
     tl::launcher::printError(kProgram, e.what());
     tl::comm::MpiSession::abortJob(1);
   } catch (const std::exception& e) {
-    // Its own failure: this rank counts as lost, but its copy of the last boundary is sound.
-    if (gRecovery) gRecovery->writeCandidate({std::string("failed: ") + e.what(), false, {gRecovery->rank()}});
     tl::launcher::printError(kProgram, e.what());
     tl::comm::MpiSession::abortJob(1);
   }

@@ -70,6 +70,16 @@ class UsageObserver final : public est::StepObserver {
  public:
   UsageObserver(est::StepObserver* inner, UsageRecording& recording) : inner_(inner), recording_(recording) {}
   est::StepAction afterStep(int64_t stepsDone, est::EstExecutor& executor) override;
+  void beforeUpdate(est::EstExecutor& executor) override {
+    if (inner_) inner_->beforeUpdate(executor);
+  }
+  void runUpdate(est::EstExecutor& executor, const std::function<void()>& update) override {
+    if (inner_) {
+      inner_->runUpdate(executor, update);
+    } else {
+      update();
+    }
+  }
 
  private:
   est::StepObserver* inner_;

@@ -35,8 +35,9 @@ void onTerminate(int) {
 
 }  // namespace
 
-RecoveryGuard::RecoveryGuard(std::string recoveryDir, est::StepObserver& inner, est::EstExecutor& executor)
-    : inner_(inner) {
+RecoveryGuard::RecoveryGuard(std::string recoveryDir, est::StepObserver& inner,
+                             est::EstExecutor& executor)
+    : inner_(inner), executor_(&executor) {
   paths_.dir = std::move(recoveryDir);
   rank_ = executor.comm().rank();
   host_ = hostName();
@@ -48,6 +49,10 @@ RecoveryGuard::RecoveryGuard(std::string recoveryDir, est::StepObserver& inner, 
 }
 
 void RecoveryGuard::leave() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    executor_ = nullptr;
+  }
   gLeft.store(true);
   if (watcher_.joinable()) watcher_.detach();  // it touches nothing of this object any more
 }
@@ -68,27 +73,47 @@ void RecoveryGuard::start(est::EstExecutor& executor) {
   const auto all = comm::allgatherJson(executor.comm(), mine);
   for (size_t r = 0; r < all.size(); ++r)
     members_.push_back({int(r), all[r].at("host").get<std::string>(), all[r].at("pid").get<int64_t>()});
-  snapshot(executor);
-}
-
-void RecoveryGuard::snapshot(est::EstExecutor& executor) {
-  // Every member gathers all N contexts: any survivor can write the whole job.
-  est::JobState state = executor.captureState(/*root=*/-1);
+  est::BoundarySnapshot now = executor.snapshotBoundary(executor.stepsDone());
   const std::string placement = executor.placement().toString();
   std::lock_guard<std::mutex> lock(mutex_);
-  rank_ = executor.comm().rank();  // a layout change may have renumbered the members
-  state_ = std::move(state);
+  current_ = std::move(now);
   placement_ = placement;
   stateTime_ = unixNow();
+  completed_.store(executor.stepsDone());
+}
+
+void RecoveryGuard::beforeUpdate(est::EstExecutor& executor) {
+  // Every member gathers all N contexts: any survivor can write the whole job.
+  pending_ = executor.snapshotBoundary(executor.stepsDone() + 1);
+}
+
+void RecoveryGuard::runUpdate(est::EstExecutor& executor, const std::function<void()>& update) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  try {
+    update();
+  } catch (...) {
+    executor_ = nullptr;  // parameters half-updated: this process holds no whole boundary
+    throw;
+  }
+  TL_CHECK_EQ(pending_.stepsDone, executor.stepsDone(), "runUpdate without beforeUpdate");
+  current_ = std::move(pending_);
+  pending_ = est::BoundarySnapshot{};
+  stateTime_ = unixNow();
+  completed_.store(executor.stepsDone());
 }
 
 est::StepAction RecoveryGuard::afterStep(int64_t stepsDone, est::EstExecutor& executor) {
-  // Before the checkpoint policy and a layout change, so that a rank lost while they run costs
-  // no completed step.
-  completed_.store(stepsDone);
-  snapshot(executor);
   if (!recorded_) recordRecovery(stepsDone);
-  return inner_.afterStep(stepsDone, executor);
+  const est::StepAction action = inner_.afterStep(stepsDone, executor);
+  // A layout change may have renumbered the members, or let this one go.
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (executor.inJob()) {
+    rank_ = executor.comm().rank();
+    placement_ = executor.placement().toString();
+  } else {
+    executor_ = nullptr;
+  }
+  return action;
 }
 
 void RecoveryGuard::recordRecovery(int64_t stepsDone) {
@@ -123,14 +148,14 @@ nlohmann::json RecoveryGuard::counts() const {
 
 void RecoveryGuard::writeCandidate(const Loss& loss) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (written_ || state_.contexts.empty()) return;
+  if (written_ || !executor_ || current_.empty()) return;
   written_ = true;
   elastic::CandidateInfo info;
   info.detectedAt = unixNow();
   info.rank = rank_.load();
   info.host = host_;
   info.pid = int64_t(::getpid());
-  info.step = state_.stepsDone;
+  info.step = current_.stepsDone;
   info.completedStep = completed_.load();
   info.reason = loss.reason;
   info.timedOut = loss.timedOut;
@@ -141,14 +166,15 @@ void RecoveryGuard::writeCandidate(const Loss& loss) {
     elastic::JobCheckpoint ck;
     ck.config = config_;
     ck.placement = placement_;
-    ck.state = state_;
+    ck.state = executor_->stateAt(current_);  // the copy of the replica is made only now
     ck.data = data_;
     // The checkpoint first (atomic), then the info that says it is complete.
     elastic::writeJobCheckpoint(paths_.candidateDir(info.rank), ck);
     info.writtenAt = unixNow();
     elastic::writeCandidateInfo(paths_, info);
-    std::fprintf(stderr, "tl-launch: rank %d (%s): %s; wrote the job at step %lld to %s\n", info.rank,
-                 host_.c_str(), loss.reason.c_str(), (long long)state_.stepsDone, paths_.candidateDir(info.rank).c_str());
+    std::fprintf(stderr, "tl-launch: rank %d (%s): %s; wrote the job at step %lld to %s\n",
+                 info.rank, host_.c_str(), loss.reason.c_str(), (long long)current_.stepsDone,
+                 paths_.candidateDir(info.rank).c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tl-launch: rank %d: could not write its copy of the job: %s\n", info.rank, e.what());
   }

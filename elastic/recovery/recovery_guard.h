@@ -1,12 +1,17 @@
-// Surviving a lost rank (tl-run): every process keeps a consistent copy of the whole job at the
-// last step boundary it completed — model, optimizer and reducer state (identical everywhere)
-// and all N EST contexts (one allgather per step) — and, when the job is lost around it (mpirun's
-// SIGTERM after a rank died, or a collective that timed out on a hung rank), writes that copy
-// as a candidate checkpoint for tl-run to resume from. docs/design.md ("Surviving a lost rank").
+// Surviving a lost rank (tl-run) at no cost while healthy: between two step boundaries only the
+// optimizer update changes a process's parameters and optimizer state, and every exchange of a
+// step comes before it (est/executor_run.cpp). So the live replica is the job at the last
+// boundary this process completed, apart from what a step changes outside the update; of that
+// the guard keeps a snapshot per step (the model's buffers, the reducer's state: copies on the
+// device; all N EST contexts: one small allgather). When the job is lost around it (mpirun's
+// SIGTERM after a rank died, or a collective that timed out on a hung rank) it writes the live
+// replica with that snapshot as a candidate checkpoint for tl-run to resume from: boundary k
+// when this process had not begun step k+1's update, k+1 when it had (it finishes the update
+// first). docs/design.md ("Surviving a lost rank").
 //
-// Threading: the training thread takes snapshots (afterStep); writeCandidate() may run on any
-// thread (the SIGTERM watcher, or the training thread unwinding a timeout), at most once per
-// process; the snapshot is swapped and written under one mutex.
+// Threading: the training thread takes snapshots (beforeUpdate) and runs each update under the
+// guard's mutex (runUpdate); writeCandidate() may run on any thread (the SIGTERM watcher, or the
+// training thread unwinding a timeout), at most once per process, under the same mutex.
 #pragma once
 
 #include <atomic>
@@ -30,19 +35,24 @@ namespace tl::launcher {
 
 class RecoveryGuard final : public est::StepObserver {
  public:
-  // `inner` decides the step (checkpoint policy, in-place rescale); the guard snapshots after it.
+  // `inner` decides the step (checkpoint policy, in-place rescale). `executor` must outlive the
+  // guard, or be let go with leave().
   RecoveryGuard(std::string recoveryDir, est::StepObserver& inner, est::EstExecutor& executor);
   ~RecoveryGuard() override;
 
   // Collective over the job: who its members are (rank, host, pid: in every candidate, so that
   // tl-run can end a hung rank on its host) and the snapshot of the boundary the job starts at.
   void start(est::EstExecutor& executor);
-  // Collective over the job: the state at this step boundary, all N contexts included.
-  void snapshot(est::EstExecutor& executor);
+  // Collective over the job: the snapshot of the boundary the update about to run completes.
+  void beforeUpdate(est::EstExecutor& executor) override;
+  // The update, under the mutex; the snapshot taken before it becomes the current one.
+  void runUpdate(est::EstExecutor& executor, const std::function<void()>& update) override;
   est::StepAction afterStep(int64_t stepsDone, est::EstExecutor& executor) override;
 
-  // Writes this process's snapshot as a candidate checkpoint (atomically, then its info file),
-  // once; a second call waits for the first.
+  // Writes the job at this process's last completed boundary as a candidate checkpoint
+  // (atomically, then its info file), once; a second call waits for the first. Nothing once
+  // the process left the job, holds no snapshot yet (it joined since the last step), or an
+  // update failed half-way.
   struct Loss {
     std::string reason;
     bool timedOut = false;          // a collective timed out (a hung or lost member)
@@ -64,7 +74,8 @@ class RecoveryGuard final : public est::StepObserver {
   // SIGCONT or SIGTERM (mpirun ending the job after a rank died): a watcher thread writes the
   // candidate and exits the process.
   void watchTermination();
-  // This process left the job (in-place shrink): from now on a signal just ends it.
+  // This process left the job (in-place shrink), or its executor is going away: from now on a
+  // signal just ends it.
   void leave();
 
  private:
@@ -77,9 +88,11 @@ class RecoveryGuard final : public est::StepObserver {
   JobConfig config_;
   std::optional<data::DataIdentity> data_;
   std::mutex mutex_;
-  est::JobState state_;  // the last boundary's, complete
+  est::EstExecutor* executor_ = nullptr;  // null: no candidate to write
+  est::BoundarySnapshot current_;  // the last completed boundary's (with the live replica: the job)
+  est::BoundarySnapshot pending_;  // the boundary the running step's update completes
   std::string placement_;
-  double stateTime_ = 0;  // Unix seconds when state_ was taken
+  double stateTime_ = 0;               // Unix seconds when current_ became current
   std::atomic<int64_t> completed_{0};  // the last step whose optimizer step this process finished
   bool written_ = false;
   std::vector<elastic::Member> members_;

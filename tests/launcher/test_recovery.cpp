@@ -34,16 +34,32 @@ using tl::testing::waitUntil;
 std::string gDataDir;
 constexpr int kSteps = 64;
 
-std::string jobFlags() {
+std::string jobFlags(int steps = kSteps) {
   return std::string(" --dataset cifar10 --data-dir ") + gDataDir +
-         " --model cnn --logical-workers 4 --batch 8 --seed 5 --log-every 0 --steps " + std::to_string(kSteps);
+         " --model cnn --logical-workers 4 --batch 8 --seed 5 --log-every 0 --steps " +
+         std::to_string(steps);
 }
 
 std::string tlRun(int np, int maxRestarts, double hangTimeout, const std::string& out,
-                  const std::string& more = "") {
-  return std::string(TL_RUN_BIN) + " --np " + std::to_string(np) + " --max-restarts " + std::to_string(maxRestarts) +
-         " --hang-timeout " + std::to_string(hangTimeout) + " --mpirun " + TL_MPIEXEC +
-         " --mpirun-args --oversubscribe --launch " + TL_LAUNCH_BIN + " --" + jobFlags() + " --output-dir " + out + more;
+                  const std::string& more = "", int steps = kSteps) {
+  return std::string(TL_RUN_BIN) + " --np " + std::to_string(np) + " --max-restarts " +
+         std::to_string(maxRestarts) + " --hang-timeout " + std::to_string(hangTimeout) +
+         " --mpirun " + TL_MPIEXEC + " --mpirun-args --oversubscribe --launch " + TL_LAUNCH_BIN +
+         " --" + jobFlags(steps) + " --output-dir " + out + more;
+}
+
+// The job's lead: the rank process that holds its metrics.jsonl open (0: none found).
+pid_t leadProcess(const std::string& out) {
+  for (pid_t pid : rankProcesses(out)) {
+    std::error_code ec;
+    for (const auto& fd :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+      std::error_code linkError;
+      if (std::filesystem::read_symlink(fd.path(), linkError).string() == out + "/metrics.jsonl")
+        return pid;
+    }
+  }
+  return 0;
 }
 
 unsigned testSeed() {
@@ -196,6 +212,68 @@ TEST_F(Recovery, KillAroundAnInPlaceShrink) {
   EXPECT_EQ(summary["params_sha256"], referenceHash()) << "seed " << seed;
   EXPECT_EQ(summary["recovery"]["failures"], 1);
   EXPECT_EQ(records(out, "failure").size(), 1u);
+}
+
+}  // namespace
+
+namespace {
+
+// Kills inside the optimizer update: each update holds on for 1.5 s after it changed the parameters
+// (TL_TEST_UPDATE_DELAY_MS, timing only), and a rank is killed 0.7 s after the lead recorded
+// step k, i.e. inside step k+1's update. The survivors finish that update
+// and write boundary k+1: no completed step is lost or recomputed. Then the lead itself is
+// killed inside an update. The job ends on the bits of an uninterrupted run.
+TEST_F(Recovery, KillsInsideTheOptimizerUpdateLoseNoStep) {
+  constexpr int kShortSteps = 14;
+  const std::string ref = freshDir("recovery_update_reference");
+  auto plain = runCommand(
+      tl::testing::mpirunPrefix(2) + TL_LAUNCH_BIN + jobFlags(kShortSteps) + " --output-dir " + ref,
+      300, ref);
+  ASSERT_EQ(plain.exitCode, 0) << plain.err;
+  const std::string reference = json::parse(slurp(ref + "/summary.json"))["params_sha256"];
+
+  const std::string out = freshDir("recovery_update");
+  tl::testing::CommandResult result;
+  std::thread job([&] {
+    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=1500 " + tlRun(3, 2, 20, out, "", kShortSteps),
+                        300, freshDir("recovery_update_cmd"));
+  });
+  // Kills the lead or another rank of `processes` 0.7 s after a step past `after` appeared.
+  auto killInUpdate = [&](int64_t after, int processes, bool lead) {
+    EXPECT_TRUE(waitUntil(
+        [&] { return lastStep(out) >= after && int(rankProcesses(out).size()) == processes; },
+        120));
+    const int64_t step = lastStep(out);
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    const pid_t leader = leadProcess(out);
+    pid_t victim = 0;
+    for (pid_t pid : rankProcesses(out)) {
+      if ((pid == leader) == lead) victim = pid;
+    }
+    EXPECT_NE(victim, 0) << (lead ? "no lead found" : "no other rank found");
+    EXPECT_EQ(lastStep(out), step) << "the update did not hold on";
+    if (victim) ::kill(victim, SIGKILL);
+    return step;
+  };
+  const int64_t first = killInUpdate(3, 3, /*lead=*/false);
+  const int64_t second = killInUpdate(first + 4, 2, /*lead=*/true);
+  job.join();
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  const json summary = json::parse(slurp(out + "/summary.json"));
+  EXPECT_EQ(summary["params_sha256"], reference);
+  EXPECT_EQ(summary["recovery"]["failures"], 2);
+  const auto failures = records(out, "failure");
+  ASSERT_EQ(failures.size(), 2u);
+  EXPECT_EQ(failures[0]["boundary_step"], first + 1)
+      << "the update in flight was finished and kept";
+  EXPECT_EQ(failures[1]["boundary_step"], second + 1)
+      << "the update in flight was finished and kept";
+  for (const auto& f : failures) EXPECT_EQ(f["steps_recomputed"], 0) << f.dump();
+  tl::testing::recordConsistencyCells(
+      "cnn (recovery test job, 14 steps)", "exact",
+      {{"uninterrupted -np 2 (2,2)", reference},
+       {"tl-run, killed inside the update (a rank, then the lead): 3 -> 2 -> 1",
+        summary["params_sha256"]}});
 }
 
 }  // namespace
