@@ -277,3 +277,86 @@ TEST_F(Recovery, KillsInsideTheOptimizerUpdateLoseNoStep) {
 }
 
 }  // namespace
+
+namespace {
+
+// The processes an in-place grow of the job writing to `out` started (`tl-launch
+// --joining-running-job`, whose command line names no folder): those descending from a
+// process whose command line names `out` (tl-run, mpirun or the lead).
+std::vector<pid_t> joiningProcesses(const std::string& out) {
+  const auto cmdline = [](pid_t pid) {
+    std::string c = slurp("/proc/" + std::to_string(pid) + "/cmdline");
+    std::replace(c.begin(), c.end(), '\0', ' ');
+    return c;
+  };
+  const auto parent = [](pid_t pid) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("PPid:", 0) == 0) return pid_t(std::stoi(line.substr(5)));
+    }
+    return pid_t(0);
+  };
+  std::vector<pid_t> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = pid_t(std::stoi(name));
+    if (cmdline(pid).find(std::string(TL_LAUNCH_BIN) + " --joining-running-job") != 0) continue;
+    for (pid_t up = parent(pid); up > 1; up = parent(up)) {
+      if (cmdline(up).find(out + " ") != std::string::npos) {
+        found.push_back(pid);
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+// A rank killed during an in-place grow (tl-ctl rescale 2 -> 3): the new process is killed
+// just after the grow applied, in its first step in the job (the updates are held on by
+// TL_TEST_UPDATE_DELAY_MS), before it holds a boundary of its own; the members that were there
+// write theirs, and the job ends on the uninterrupted bits with no completed step recomputed.
+TEST_F(Recovery, KillDuringAnInPlaceGrow) {
+  const std::string out = freshDir("recovery_grow");
+  tl::testing::CommandResult result;
+  std::thread job([&] {
+    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=300 " + tlRun(2, 1, 20, out), 300,
+                        freshDir("recovery_grow_cmd"));
+  });
+  ASSERT_TRUE(
+      waitUntil([&] { return lastStep(out) >= 2 && int(rankProcesses(out).size()) == 2; }, 120));
+  const int64_t at = lastStep(out) + 6;
+  tl::testing::CommandResult grow;
+  std::thread ctl([&] {
+    grow = runCommand(std::string(TL_CTL_BIN) + " rescale " + out + " --processes 3 --at-step " +
+                          std::to_string(at),
+                      120, freshDir("recovery_grow_ctl"));
+  });
+  // The grow applies at the boundary after step `at`; the new process's first update follows.
+  EXPECT_TRUE(
+      waitUntil([&] { return lastStep(out) >= at && joiningProcesses(out).size() == 1u; }, 120));
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  const auto joiners = joiningProcesses(out);
+  ASSERT_EQ(joiners.size(), 1u);
+  const pid_t joiner = joiners[0];
+  const int64_t killedAfter = lastStep(out);
+  ::kill(joiner, SIGKILL);
+  ctl.join();
+  job.join();
+  EXPECT_EQ(grow.exitCode, 0) << grow.out << grow.err;
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  const json summary = json::parse(slurp(out + "/summary.json"));
+  EXPECT_EQ(summary["params_sha256"], referenceHash());
+  EXPECT_EQ(summary["recovery"]["failures"], 1);
+  const auto rescales = records(out, "rescale");
+  ASSERT_GE(rescales.size(), 1u);
+  const std::string to = rescales[0]["to"];
+  EXPECT_EQ(std::count(to.begin(), to.end(), ','), 2)
+      << "the grow to 3 processes came first: " << to;
+  const auto failures = records(out, "failure");
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_GE(failures[0]["boundary_step"].get<int64_t>(), killedAfter);
+  EXPECT_EQ(failures[0]["steps_recomputed"], 0);
+}
+
+}  // namespace
