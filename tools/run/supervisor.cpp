@@ -123,8 +123,11 @@ FailureRecord lossOf(const FailureReport& report, int processes) {
   f.reason = best.info.reason;
   f.boundaryStep = best.step();
   f.stepsRecomputed = completed - best.step();
-  f.failedAt = snapshotAt;
-  f.detectionSeconds = detectedAt - snapshotAt;
+  // The failure's moment: the last boundary a survivor completed, or the first detection when
+  // that came earlier (a survivor inside an optimizer update finishes it after the loss).
+  const double failedAt = std::min(snapshotAt, detectedAt);
+  f.failedAt = failedAt;
+  f.detectionSeconds = detectedAt - failedAt;
   f.processesBefore = processes;
   f.copies = report.candidates.size();
   return f;
