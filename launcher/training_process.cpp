@@ -93,6 +93,17 @@ TrainingProcess::TrainingProcess(elastic::Membership& membership, usage::UsageRe
 
 TrainingProcess::~TrainingProcess() = default;
 
+namespace {
+
+std::vector<elastic::Member> recoveryMembers(const elastic::MemberList& list) {
+  std::vector<elastic::Member> members;
+  for (size_t r = 0; r < list.hosts.size() && r < list.pids.size(); ++r)
+    members.push_back({int(r), list.hosts[r], list.pids[r]});
+  return members;
+}
+
+}  // namespace
+
 int TrainingProcess::startLaunched(est::EstExecutor& executor, std::unique_ptr<RecoveryGuard>& recovery) {
   const elastic::JoinOffer& offer = controller_.offer();
   executor.setEmulatedSlowdown(offer.autoPlacement.slowdownFor(membership_.host->rank(), executor.stepsDone()));
@@ -106,6 +117,7 @@ int TrainingProcess::startLaunched(est::EstExecutor& executor, std::unique_ptr<R
   recovery_->setMetrics(lead_ ? &metrics_ : nullptr);
   recovery_->start(executor);
   recovery_->watchTermination();
+  followMembers();
   if (lead_) recovery_->setStatusSink([this](const nlohmann::json& c) { controller_.annotateStatus("recovery", c); });
   return 0;
 }
@@ -119,6 +131,16 @@ void TrainingProcess::startJoined(elastic::JoinedProcess& joined, comm::ParentLi
   recovery = std::make_unique<RecoveryGuard>(joined.offer.recoveryDir, controller_, *joined.executor);
   recovery_ = recovery.get();
   recovery_->watchTermination();
+  followMembers();
+  recovery_->setMembers(recoveryMembers(controller_.members()));  // as of the join
+}
+
+// The guard's member table follows in-place rescales: tl-run names a lost process started by a
+// grow, and can end it on its host when it hangs.
+void TrainingProcess::followMembers() {
+  controller_.onMembersChanged([this](const elastic::MemberList& list) {
+    if (recovery_) recovery_->setMembers(recoveryMembers(list));
+  });
 }
 
 est::StepObserver& TrainingProcess::boundaryHooks() {

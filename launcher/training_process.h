@@ -57,6 +57,7 @@ class TrainingProcess {
 
  private:
   est::StepObserver& boundaryHooks();
+  void followMembers();
 
   elastic::Membership& membership_;
   usage::UsageRecorder& recorder_;

@@ -180,9 +180,12 @@ FailureReport readFailure(const RecoveryPaths& paths, int processes) {
   }
   report.namedMissing.assign(missing.begin(), missing.end());
   const std::set<int> trusted = trustedMissing(report.candidates, wrote);
-  // An in-place grow may have made the job larger than its launch.
+  // An in-place rescale may have changed the job's size since its launch.
+  const std::vector<Member> table = report.members();
+  if (!table.empty()) processes = int(table.size());
   if (!wrote.empty()) processes = std::max(processes, *wrote.rbegin() + 1);
   if (!missing.empty()) processes = std::max(processes, *missing.rbegin() + 1);
+  report.processes = processes;
   for (int r = 0; r < processes; ++r) {
     report.accountedFor += wrote.count(r) || missing.count(r);
     if (wrote.count(r) && !trusted.count(r)) ++report.survivors;

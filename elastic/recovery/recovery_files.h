@@ -123,13 +123,15 @@ struct FailureReport {
   std::vector<int> wrote;              // ranks that wrote a copy
   std::vector<int> namedMissing;       // ranks some copy's timed-out collective named (hung, dead, cut off)
   int survivors = 0;
+  int processes = 0;     // the job's processes when it was lost, as the copies tell it
   int accountedFor = 0;  // ranks that wrote a copy or were named missing: all of them once the job is down
   // The job as the copies name it (from the first copy that lists its members).
   std::vector<Member> members() const;
 };
 
 // Reads candidates/; a copy counts only once its info file exists. `processes`: the launch's
-// process count (an in-place grow may have made the job larger; the copies say so).
+// process count, used unless the copies tell otherwise (the member table of the newest copy
+// follows in-place rescales; older copies may only name ranks beyond it).
 FailureReport readFailure(const RecoveryPaths& paths, int processes);
 
 }  // namespace tl::elastic

@@ -82,6 +82,11 @@ void RecoveryGuard::start(est::EstExecutor& executor) {
   completed_.store(executor.stepsDone());
 }
 
+void RecoveryGuard::setMembers(std::vector<elastic::Member> members) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  members_ = std::move(members);
+}
+
 void RecoveryGuard::beforeUpdate(est::EstExecutor& executor) {
   // Every member gathers all N contexts: any survivor can write the whole job.
   pending_ = executor.snapshotBoundary(executor.stepsDone() + 1);
@@ -193,7 +198,7 @@ void RecoveryGuard::watchTermination() {
     }
     if (byte != 't') return;
     if (gLeft.load()) ::_exit(0);
-    writeCandidate({"ended by mpirun (SIGCONT/SIGTERM) after another rank was lost"});
+    writeCandidate({"ended by mpirun (SIGCONT/SIGTERM) after another rank was lost", false, {}});
     std::fflush(stderr);
     ::_exit(kExitAfterCandidate);
   });

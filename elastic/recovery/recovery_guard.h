@@ -74,6 +74,8 @@ class RecoveryGuard final : public est::StepObserver {
   // SIGCONT or SIGTERM (mpirun ending the job after a rank died): a watcher thread writes the
   // candidate and exits the process.
   void watchTermination();
+  // The job's members after an in-place rescale changed them (by rank), for the candidates.
+  void setMembers(std::vector<elastic::Member> members);
   // This process left the job (in-place shrink), or its executor is going away: from now on a
   // signal just ends it.
   void leave();

@@ -282,8 +282,11 @@ bool ElasticController::apply(const LayoutCommand& command, est::EstExecutor& ex
     return grow_->join(j, command, current);
   };
   if (!changeMembers(membership_, command, executor, joining, lead(), joinerLink, lastChange_)) return false;
-  if (command.joiners > 0 || std::any_of(command.leave.begin(), command.leave.end(), [](int x) { return x != 0; }))
+  if (command.joiners > 0 ||
+      std::any_of(command.leave.begin(), command.leave.end(), [](int x) { return x != 0; })) {
     members_ = gatherMembers(executor.comm(), membership_);
+    if (membersChanged_) membersChanged_(members_);
+  }
   return true;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -68,6 +69,12 @@ class ElasticController final : public est::StepObserver {
   void setAutoPlacer(AutoPlacer* placer) { autoPlacer_ = placer; }
   AutoPlacer* autoPlacer() const { return autoPlacer_; }
   double maxPauseSeconds() const { return maxPause_; }
+  // The members by rank (host, device, pid) as of the last change of members, and who is told
+  // of each change (on the training thread, right after the collective that finds them out).
+  const MemberList& members() const { return members_; }
+  void onMembersChanged(std::function<void(const MemberList&)> listener) {
+    membersChanged_ = std::move(listener);
+  }
   // The job is over: answers what is still waiting (and stops started processes).
   void finish(const std::string& why);
 
@@ -98,7 +105,8 @@ class ElasticController final : public est::StepObserver {
   int64_t requestsReceived_ = 0;  // control requests taken from the server, ever (status)
   double maxPause_ = 0;
   ChangeSeconds lastChange_;      // the last change's communicators and changeLayout
-  MemberList members_;            // by rank (lead)
+  MemberList members_;            // by rank
+  std::function<void(const MemberList&)> membersChanged_;
 
   mutable std::mutex statusMutex_;
   nlohmann::json status_;

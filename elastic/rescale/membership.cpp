@@ -35,12 +35,15 @@ void Membership::retire(std::unique_ptr<comm::Communicator> raw,
 }
 
 MemberList gatherMembers(comm::Communicator& members, const Membership& membership) {
-  const nlohmann::json mine = {
-      {"host", hostName()}, {"device", membership.deviceIndex}, {"grown", !membership.startedWithTheJob}};
+  const nlohmann::json mine = {{"host", hostName()},
+                               {"device", membership.deviceIndex},
+                               {"grown", !membership.startedWithTheJob},
+                               {"pid", int64_t(::getpid())}};
   MemberList list;
   for (const nlohmann::json& member : comm::allgatherJson(members, mine)) {
     list.hosts.push_back(member.at("host").get<std::string>());
     list.devices.push_back(member.at("device").get<int>());
+    list.pids.push_back(member.at("pid").get<int64_t>());
     list.startedByGrows += member.at("grown").get<bool>() ? 1 : 0;
   }
   return list;

@@ -41,6 +41,7 @@ struct Membership {
 struct MemberList {
   std::vector<std::string> hosts;
   std::vector<int> devices;  // device index: the member's local rank on its host
+  std::vector<int64_t> pids;
   int startedByGrows = 0;
 };
 // Collective over `members` (the executor's host communicator).

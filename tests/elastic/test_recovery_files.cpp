@@ -60,6 +60,8 @@ class RecoveryDir {
         << json{{"rank", r}, {"step", step}, {"missing_ranks", missing}, {"members", members}}.dump();
   }
   FailureReport read() const { return readFailure(paths(), int(hosts_.size())); }
+  // As tl-run reads it after a launch of `launched` processes.
+  FailureReport readAfterLaunchOf(int launched) const { return readFailure(paths(), launched); }
 
  private:
   std::vector<std::string> hosts_;
@@ -114,6 +116,28 @@ TEST(TlRunFailure, APartitionKeepsTheLargerSide) {
   EXPECT_EQ(r.lostRanks, (std::vector<int>{0}));
   EXPECT_EQ(r.lostHosts, (std::vector<std::string>{"a"}));
   EXPECT_EQ(r.survivors, 3);
+}
+
+// The copies' member table follows in-place rescales: a process a grow started that wrote no
+// copy is lost, and ranks a shrink let go are not.
+TEST(TlRunFailure, TheMemberTableFollowsInPlaceRescales) {
+  {
+    RecoveryDir grown({"a", "a", "a"});  // launched with 2, grown to 3
+    grown.wrote(0, 8);
+    grown.wrote(1, 8);
+    const FailureReport r = grown.readAfterLaunchOf(2);
+    EXPECT_EQ(r.processes, 3);
+    EXPECT_EQ(r.lostRanks, (std::vector<int>{2}));
+    EXPECT_EQ(r.survivors, 2);
+  }
+  {
+    RecoveryDir shrunk({"a", "b"});  // launched with 3, shrunk to 2, then rank 1 lost
+    shrunk.wrote(0, 8);
+    const FailureReport r = shrunk.readAfterLaunchOf(3);
+    EXPECT_EQ(r.processes, 2);
+    EXPECT_EQ(r.lostRanks, (std::vector<int>{1}));
+    EXPECT_EQ(r.lostHosts, (std::vector<std::string>{"b"}));
+  }
 }
 
 TEST(RecoveryFiles, PathsKeepTheirNames) {

@@ -315,7 +315,8 @@ std::vector<pid_t> joiningProcesses(const std::string& out) {
 // A rank killed during an in-place grow (tl-ctl rescale 2 -> 3): the new process is killed
 // just after the grow applied, in its first step in the job (the updates are held on by
 // TL_TEST_UPDATE_DELAY_MS), before it holds a boundary of its own; the members that were there
-// write theirs, and the job ends on the uninterrupted bits with no completed step recomputed.
+// write theirs, tl-run names it (the members' table follows the grow), and the job ends on the
+// uninterrupted bits with no completed step recomputed.
 TEST_F(Recovery, KillDuringAnInPlaceGrow) {
   const std::string out = freshDir("recovery_grow");
   tl::testing::CommandResult result;
@@ -332,9 +333,10 @@ TEST_F(Recovery, KillDuringAnInPlaceGrow) {
                           std::to_string(at),
                       120, freshDir("recovery_grow_ctl"));
   });
-  // The grow applies at the boundary after step `at`; the new process's first update follows.
-  EXPECT_TRUE(
-      waitUntil([&] { return lastStep(out) >= at && joiningProcesses(out).size() == 1u; }, 120));
+  // The grow applies at the first boundary from step `at` on where its process is ready; the
+  // lead records it right after the layout change, and the new process's first step follows.
+  EXPECT_TRUE(waitUntil(
+      [&] { return !records(out, "rescale").empty() && joiningProcesses(out).size() == 1u; }, 120));
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
   const auto joiners = joiningProcesses(out);
   ASSERT_EQ(joiners.size(), 1u);
@@ -357,6 +359,9 @@ TEST_F(Recovery, KillDuringAnInPlaceGrow) {
   ASSERT_EQ(failures.size(), 1u);
   EXPECT_GE(failures[0]["boundary_step"].get<int64_t>(), killedAfter);
   EXPECT_EQ(failures[0]["steps_recomputed"], 0);
+  EXPECT_EQ(failures[0]["processes_before"], 3) << "the member table follows the grow";
+  EXPECT_EQ(failures[0]["lost_ranks"], json::array({2})) << "the started process is named";
+  EXPECT_EQ(failures[0]["processes_after"], 2);
 }
 
 }  // namespace

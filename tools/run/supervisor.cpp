@@ -128,7 +128,7 @@ FailureRecord lossOf(const FailureReport& report, int processes) {
   const double failedAt = std::min(snapshotAt, detectedAt);
   f.failedAt = failedAt;
   f.detectionSeconds = detectedAt - failedAt;
-  f.processesBefore = processes;
+  f.processesBefore = report.processes > 0 ? report.processes : processes;
   f.copies = report.candidates.size();
   return f;
 }
