@@ -53,9 +53,9 @@ kill_after() {
   kill -9 "$victim"
 }
 
-# Seconds from the kill to the first step completed after it and to the first step past the last
-# one completed before it (progress regained), completed steps recomputed, the mean step time of
-# steps 5..KILL_AT-1, and the hash.
+# Seconds from the kill to the first step the next launch completed and to the first step past
+# the last one completed before (progress regained), completed steps recomputed, the mean step
+# time of steps 5..KILL_AT-1, and the hash.
 report() { python3 - "$1" "$(cat "$1.killed_at")" "$KILL_AT" <<'PY'
 import json, sys
 out, killed, kill_at = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
@@ -63,14 +63,18 @@ steps = [json.loads(l) for l in open(out + "/metrics.jsonl") if '"type":"step"' 
 before = {}
 for r in steps:
     if r["time"] < killed: before[r["step"]] = r["time"]
-after = [r for r in steps if r["time"] > killed]
-first = min(after, key=lambda r: r["time"])
-done_before = max(before)
-regained = min((r for r in after if r["step"] > done_before), key=lambda r: r["time"])
 ts = [before[s] for s in sorted(before) if 5 <= s < kill_at]
 mean = (ts[-1] - ts[0]) / (len(ts) - 1)
+after = sorted((r for r in steps if r["time"] > killed), key=lambda r: r["time"])
+# The killed launch may still record the step it had in flight (every other step waits for the
+# dead rank): a record within two step times of the kill is that one, not the next launch's.
+done = max(before)
+if len(after) > 1 and after[0]["time"] - killed < 2 * mean and after[1]["time"] - after[0]["time"] > 2 * mean:
+    done = max(done, after.pop(0)["step"])
+first = after[0]
+regained = min((r for r in after if r["step"] > done), key=lambda r: r["time"])
 h = json.load(open(out + "/summary.json"))["params_sha256"]
-print(f"{first['time'] - killed:.2f} {regained['time'] - killed:.2f} {done_before - first['step'] + 1} {mean:.3f} {h}")
+print(f"{first['time'] - killed:.2f} {regained['time'] - killed:.2f} {done - first['step'] + 1} {mean:.3f} {h}")
 PY
 }
 
