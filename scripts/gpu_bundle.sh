@@ -108,6 +108,11 @@ if [ -d "$TREE/usr/include/$ARCH" ]; then
   rm -rf "${TREE:?}/usr/include/$ARCH"
 fi
 
+# The names Debian's alternatives give Open MPI's programs (mpirun, mpicxx, ...) are links made at
+# install time, not files of the packages: made here, relative.
+for t in mpirun mpiexec mpicc mpicxx mpic++ mpiCC; do
+  [ -e "$TREE/usr/bin/$t.openmpi" ] && ln -sf "$t.openmpi" "$TREE/usr/bin/$t"
+done
 # Open MPI's MCA components, hwloc/PMIx plugins whose libraries (verbs, UCX, libfabric, PSM, CUDA,
 # Slurm/PBS libraries, ...) are not in the bundle are dropped: one machine, shared memory and TCP.
 echo "== checking the NEEDED closure of every ELF file"
