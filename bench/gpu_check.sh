@@ -34,6 +34,7 @@
 #   TL_GPU_CHECK_BUDGET_S  the whole run's budget in seconds (default 540); a stage gets at most
 #                        what is left of it
 #   TL_GPU_CHECK_STAGES  the stages to run (default "a b c d e f g")
+#   TL_GPU_CHECK_CAP_SCALE  multiplies every stage's cap (default 1; the 2-core rehearsal: 10)
 # Exit status: 0 when every stage that ran passed (skipped ones aside), 1 otherwise, 2 on bad
 # input; 3 when the machine's glibc/libstdc++ is older than the bundle needs.
 set -uo pipefail
@@ -52,6 +53,8 @@ case "$BUILD" in /*) ;; *) BUILD="$SRC/$BUILD" ;; esac
 BUDGET=${TL_GPU_CHECK_BUDGET_S:-540}
 STAGES=" ${TL_GPU_CHECK_STAGES:-a b c d e f g} "
 JOBS=$(nproc)
+CAP_SCALE=${TL_GPU_CHECK_CAP_SCALE:-1}
+[[ "$CAP_SCALE" =~ ^[1-9][0-9]*$ ]] || { echo "gpu_check.sh: TL_GPU_CHECK_CAP_SCALE must be a whole number >= 1 (got '$CAP_SCALE')" >&2; exit 2; }
 LOGS="$OUTDIR/logs"
 META="$OUTDIR/stages"
 rm -rf "$LOGS" "$META" "$OUTDIR/gpu_check.json"
@@ -76,6 +79,7 @@ PY
 # is left of the budget (less 20 s for the report); its output in logs/NAME.log.
 run_stage() {
   local name=$1 cap=$2 fn=$3 left limit t0 t1 rc status
+  cap=$((cap * CAP_SCALE))
   left=$((BUDGET - ($(date +%s) - T_START) - 20))
   limit=$((cap < left ? cap : left))
   if [ "$limit" -lt 15 ]; then

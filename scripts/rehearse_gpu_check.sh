@@ -34,9 +34,12 @@ if [ ! -x "$R/usr/bin/python3" ]; then
 fi
 
 # What libtorch-dev pulled; the bundle's components must come from the bundle alone.
-PULLED=$(chroot "$R" dpkg-query -W -f '${Package} ${Version}\n' | grep -E -- '-dev ' || true)
+installed() { [ "$(chroot "$R" dpkg-query -W -f '${db:Status-Status}' "$1" 2>/dev/null)" = installed ]; }
+PULLED=$(chroot "$R" dpkg-query -W -f '${db:Status-Status} ${Package} ${Version}\n' | awk '$1 == "installed" && $2 ~ /-dev$/ {print $2, $3}')
+[ -f "$R/.tl-pulled-dev" ] || echo "$PULLED" > "$R/.tl-pulled-dev"  # as mmdebstrap left it
+PULLED=$(cat "$R/.tl-pulled-dev")
 for p in zlib1g-dev; do
-  if chroot "$R" dpkg-query -W "$p" >/dev/null 2>&1; then
+  if installed "$p"; then
     echo "== removing $p from the root (pulled by libtorch-dev; the bundle has it)"
     chroot "$R" dpkg --purge --force-depends "$p" >/dev/null
   fi
@@ -44,7 +47,7 @@ done
 BAD=""
 for p in libopenmpi-dev openmpi-bin libboost1.74-dev libboost-fiber1.74-dev libspdlog-dev libfmt-dev libcli11-dev \
          nlohmann-json3-dev libjpeg62-turbo-dev libjpeg-dev libssl-dev zlib1g-dev libgtest-dev libcairo2-dev pkg-config; do
-  chroot "$R" dpkg-query -W "$p" >/dev/null 2>&1 && BAD="$BAD $p"
+  installed "$p" && BAD="$BAD $p"
 done
 for f in usr/include/mpi.h usr/include/boost usr/include/spdlog usr/include/fmt usr/include/CLI usr/include/nlohmann \
          usr/include/jpeglib.h usr/include/openssl usr/include/zlib.h usr/bin/mpirun usr/bin/orterun; do
@@ -80,7 +83,7 @@ T0=$(date +%s)
 rc=0
 chroot "$R" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 TMPDIR=/tmp \
   TL_GPU_CHECK_DEVICE=cpu TL_TORCH_PREFIX=/usr/lib/x86_64-linux-gnu/cmake \
-  TL_GPU_CHECK_BUDGET_S="${TL_GPU_CHECK_BUDGET_S:-5400}" ${TL_GPU_CHECK_STAGES:+TL_GPU_CHECK_STAGES="$TL_GPU_CHECK_STAGES"} \
+  TL_GPU_CHECK_BUDGET_S="${TL_GPU_CHECK_BUDGET_S:-5400}" TL_GPU_CHECK_CAP_SCALE="${TL_GPU_CHECK_CAP_SCALE:-10}" ${TL_GPU_CHECK_STAGES:+TL_GPU_CHECK_STAGES="$TL_GPU_CHECK_STAGES"} \
   bash -c 'cd /work/tl && bench/gpu_check.sh /work/out' || rc=$?
 T1=$(date +%s)
 rm -rf "$OUTDIR"/* && cp -a "$R/work/out/." "$OUTDIR/"
