@@ -289,7 +289,8 @@ stage_b() {
   [ "$a" = "$b" ] && echo "VERDICT same" || { echo "VERDICT DIFFERS"; exit 1; }
 }
 # d: bench_own_model (tl-launch --model-file vs PyTorch on the same .pt), ResNet-18 and GPT.
-stage_d() { "$BUILD/bench/bench_own_model" --quick --models resnet18,gpt; }
+# PyTorch is the python3 on PATH (pip's on the GPU machine), on the same device.
+stage_d() { TL_BENCH_PYTHON=$(command -v python3) "$BUILD/bench/bench_own_model" --quick --models resnet18,gpt --device "$TL_GPU_CHECK_DEVICE"; }
 # e: the context-switch overhead on the device, and the exact reduction's share of a ResNet-18
 # step (batch 32, 4 ESTs on one process) from tl-launch's epoch records: comm_s / total_s,
 # against the fp32 reduction's.
@@ -330,11 +331,7 @@ if wanted b; then
   else skip_stage b "GPU-only: NCCL needs CUDA devices (TL_GPU_CHECK_DEVICE=cpu)"; fi
 fi
 wanted c && { run_stage c 75 stage_c || FAILED=1; }
-if wanted d; then
-  if [ "$DEVICE" = cuda ]; then
-    skip_stage d "not implemented: bench_own_model and bench/reference/own_model_step.py time the CPU only (no --device; /usr/bin/python3 hard-coded), so tl vs PyTorch eager on the GPU needs a device option in both first"
-  else run_stage d 240 stage_d || FAILED=1; fi
-fi
+wanted d && { run_stage d 90 stage_d || FAILED=1; }
 wanted e && { run_stage e 90 stage_e || FAILED=1; }
 wanted f && { run_stage f 75 stage_f || FAILED=1; }
 wanted g && { run_stage g 90 stage_g || FAILED=1; }
