@@ -167,6 +167,15 @@ stage_unpack() {
     fi
     touch "$stamp"
   fi
+  # Every bundled ELF file's libraries, as this machine's loader resolves them.
+  if command -v ldd >/dev/null; then
+    missing=$(find "$PREFIX" -type f \( -name '*.so*' -o -path '*/bin/*' \) | while read -r f; do
+      head -c4 "$f" | grep -q ELF || continue
+      ldd "$f" 2>/dev/null | grep 'not found' | sed "s|^|${f#"$PREFIX"/}: |"
+    done)
+    [ -z "$missing" ] || { echo "gpu_check.sh: libraries the bundle's binaries load are missing here:"; echo "$missing"; exit 1; }
+    echo "ldd: every bundled ELF file's libraries found"
+  fi
   command -v mpirun
   mpirun --version
   ompi_info --path all | head -20
