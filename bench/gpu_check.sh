@@ -319,11 +319,15 @@ stage_e() {
       --model resnet18 --logical-workers 4 --placement 4 --batch 32 --seed 7 --steps $rsteps --log-every 0 \
       --reduction $red --output-dir "$w/$red" > "$w/$red.log" 2>&1 || { cat "$w/$red.log"; exit 1; }
     python3 - "$w/$red/metrics.jsonl" $red <<'PY'
-import json, sys
-ep = [r for r in map(json.loads, open(sys.argv[1])) if r.get("type") == "epoch"]
+import json, statistics, sys
+recs = list(map(json.loads, open(sys.argv[1])))
+ep = [r for r in recs if r.get("type") == "epoch"]
+st = sorted((r["step"], r["time"]) for r in recs if r.get("type") == "step")
+gaps = [b[1] - a[1] for a, b in zip(st, st[1:]) if a[0] >= 2]  # after two warm-up steps (and the exact mode's first-step replay)
 comm = sum(r["comm_s"] for r in ep); total = sum(r["total_s"] for r in ep); steps = sum(r["steps"] for r in ep)
-print("SHARE %s comm_s %.3f total_s %.3f steps %d share %.4f ms_per_step %.2f" % (sys.argv[2], comm, total, steps,
-      comm / total if total else float("nan"), 1000 * total / steps if steps else float("nan")))
+print("SHARE %s comm_s %.3f total_s %.3f steps %d share %.4f ms_per_step %.2f median_step_ms %.2f" % (
+      sys.argv[2], comm, total, steps, comm / total if total else float("nan"),
+      1000 * total / steps if steps else float("nan"), 1000 * statistics.median(gaps) if gaps else float("nan")))
 PY
   done
 }

@@ -110,12 +110,18 @@ def figures(name, log, meta):
             if m:
                 f["context_switch_mean_overhead_pct"] = float(m.group(1))
                 f["context_switch_worst_overhead_pct"] = float(m.group(2))
-            m = re.match(r"SHARE (\S+) comm_s (\S+) total_s (\S+) steps (\d+) share (\S+) ms_per_step (\S+)", line)
+            m = re.match(r"SHARE (\S+) comm_s (\S+) total_s (\S+) steps (\d+) share (\S+) ms_per_step (\S+)"
+                         r" median_step_ms (\S+)", line)
             if m:
                 f["reduction_" + m.group(1)] = {"comm_s": float(m.group(2)), "total_s": float(m.group(3)),
-                                                "steps": int(m.group(4)), "share_of_step": float(m.group(5)),
-                                                "ms_per_step": float(m.group(6))}
+                                                "steps": int(m.group(4)), "comm_share_of_step": float(m.group(5)),
+                                                "ms_per_step": float(m.group(6)),
+                                                "median_step_ms": float(m.group(7))}
         f["context_switch_rows"] = rows
+        ex, fp = f.get("reduction_exact"), f.get("reduction_fp32")
+        if ex and fp and ex["median_step_ms"] > 0:
+            # What the exact reduction adds to a step over the fp32 one, as a share of the exact step.
+            f["exact_extra_share_of_step"] = round(1 - fp["median_step_ms"] / ex["median_step_ms"], 4)
     elif name == "g":
         for line in log.splitlines():
             m = re.match(r"^\| (tl-run \(copy of the last boundary\)|cold restart from checkpoint)\s*\|\s*(\S+)\s*\|\s*(\S+)\s*\|\s*(\S+)\s*\|\s*(\S+)", line)

@@ -192,7 +192,7 @@ fi
 
 echo
 if [ "$FAILED" -eq 0 ]; then
-  echo "every exact-reduction GPU run matched its model's reference, and --overlap on/off gave the same bits"
+  echo "parts run:$PARTS- every exact-reduction GPU run matched its model's reference, and --overlap on/off gave the same bits"
 else
   echo "some exact-reduction GPU runs FAILED or DIFFER (logs under $WORK)"
 fi
