@@ -39,7 +39,7 @@ def consistency_rows(log):
     """Rows of gpu_consistency.sh's table: model, run, params_sha256 (16 hex), images/s, verdict."""
     rows = []
     for line in log.splitlines():
-        m = re.match(r"^(cnn|resnet20)\s+(.{44})\s+(\S+)\s+(\S+)\s+(.*)$", line)
+        m = re.match(r"^(cnn|resnet20)\s+(.+?)\s+([0-9a-f]{16}|failed)\s+(\S+)\s+(.*)$", line)
         if m:
             ips = m.group(4)
             rows.append({"model": m.group(1), "run": m.group(2).strip(), "params_sha256_16": m.group(3),
