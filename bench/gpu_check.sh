@@ -277,14 +277,17 @@ export BIN
 # ---- 4: the stages ----------------------------------------------------------------------------
 FAILED=0
 if [ "$DEVICE" = cuda ]; then STEPS=${TL_GPU_CHECK_STEPS:-20}; else STEPS=${TL_GPU_CHECK_STEPS:-6}; fi
-export STEPS
+if [ "$DEVICE" = cuda ]; then F_STEPS=${TL_GPU_CHECK_INPLACE_STEPS:-10}; else F_STEPS=${TL_GPU_CHECK_INPLACE_STEPS:-6}; fi
+export STEPS F_STEPS
 MPIRUN="mpirun --oversubscribe --bind-to none"
 export MPIRUN
 
 stage_a() { TL_GPU_CONSISTENCY_PARTS=matrix TMPDIR="$TMPDIR/tl-a" bench/gpu_consistency.sh "$BUILD" "$STEPS"; }
-stage_c() { TL_GPU_CONSISTENCY_PARTS=overlap TL_GPU_OVERLAP_ROUNDS=${TL_GPU_OVERLAP_ROUNDS:-$([ "$TL_GPU_CHECK_DEVICE" = cuda ] && echo 3 || echo 1)} \
+stage_c() { TL_GPU_CONSISTENCY_PARTS=overlap TL_GPU_OVERLAP_ROUNDS=${TL_GPU_OVERLAP_ROUNDS:-$([ "$TL_GPU_CHECK_DEVICE" = cuda ] && echo 2 || echo 1)} \
               TMPDIR="$TMPDIR/tl-c" bench/gpu_consistency.sh "$BUILD" "$STEPS"; }
-stage_f() { TL_GPU_CONSISTENCY_PARTS=inplace TMPDIR="$TMPDIR/tl-f" bench/gpu_consistency.sh "$BUILD" "$STEPS"; }
+# f: the job is 40 x the steps long; 10 on cuda (400 steps: time for four rescales, each at a
+# step boundary, on a fast device), the rehearsal's 6 on cpu.
+stage_f() { TL_GPU_CONSISTENCY_PARTS=inplace TMPDIR="$TMPDIR/tl-f" bench/gpu_consistency.sh "$BUILD" "$F_STEPS"; }
 # b: ResNet-18, 4 ESTs on one process, exact reduction: over NCCL (a size-1 communicator: its
 # reduce-scatter/allgather) and over MPI (host memory): the same params_sha256.
 stage_b() {
@@ -353,7 +356,7 @@ wanted c && { run_stage c 75 stage_c || FAILED=1; }
 wanted g && { run_stage g 90 stage_g || FAILED=1; }
 wanted d && { run_stage d 90 stage_d || FAILED=1; }
 wanted a && { run_stage a 120 stage_a || FAILED=1; }
-wanted f && { run_stage f 75 stage_f || FAILED=1; }
+wanted f && { run_stage f 100 stage_f || FAILED=1; }
 wanted e && { run_stage e 100 stage_e || FAILED=1; }
 report
 echo "== $(date -u +%H:%M:%S) done in $(($(date +%s) - T_START)) s: $OUTDIR/gpu_check.json"
