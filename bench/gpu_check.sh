@@ -355,7 +355,7 @@ fi
 wanted c && { run_stage c 75 stage_c || FAILED=1; }
 wanted g && { run_stage g 90 stage_g || FAILED=1; }
 wanted d && { run_stage d 90 stage_d || FAILED=1; }
-wanted a && { run_stage a 120 stage_a || FAILED=1; }
+wanted a && { run_stage a 150 stage_a || FAILED=1; }
 wanted f && { run_stage f 100 stage_f || FAILED=1; }
 wanted e && { run_stage e 100 stage_e || FAILED=1; }
 report
