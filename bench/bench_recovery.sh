@@ -47,9 +47,13 @@ print(last)
 PY
 }
 
-# Kills the second rank process (mpirun's child) of the job writing to $1 once it passed step $2.
+# Kills the second rank process (mpirun's child) of the job writing to $1 once it passed step $2;
+# fails if the job ($RUN) ends before that.
 kill_after() {
-  until [ "$(last_step "$1/metrics.jsonl")" -ge "$2" ]; do sleep 0.05; done
+  until [ "$(last_step "$1/metrics.jsonl")" -ge "$2" ]; do
+    kill -0 "$RUN" 2>/dev/null || { echo "bench_recovery: the job writing to $1 ended before step $2 (its log: $1.log)" >&2; return 1; }
+    sleep 0.05
+  done
   local m victim
   m=$(pgrep -f "^[^ ]*mpirun .*--output-dir $1( |\$)" | head -1)
   victim=$(pgrep -P "$m" | sed -n 2p)
