@@ -171,7 +171,7 @@ stage_unpack() {
   if command -v ldd >/dev/null; then
     missing=$(find "$PREFIX" -type f \( -name '*.so*' -o -path '*/bin/*' \) | while read -r f; do
       head -c4 "$f" | grep -q ELF || continue
-      ldd "$f" 2>/dev/null | grep 'not found' | sed "s|^|${f#"$PREFIX"/}: |"
+      LD_LIBRARY_PATH="$L/tl-openssl:$LD_LIBRARY_PATH" ldd "$f" 2>/dev/null | grep 'not found' | sed "s|^|${f#"$PREFIX"/}: |"
     done)
     [ -z "$missing" ] || { echo "gpu_check.sh: libraries the bundle's binaries load are missing here:"; echo "$missing"; exit 1; }
     echo "ldd: every bundled ELF file's libraries found"
@@ -220,8 +220,8 @@ stage_configure() {
         -DCLI11_DIR="$P/share/cmake/CLI11" -Dnlohmann_json_DIR="$P/share/cmake/nlohmann_json"
         -DZLIB_INCLUDE_DIR="$P/include" -DZLIB_LIBRARY="$L/libz.so"
         -DJPEG_INCLUDE_DIR="$P/include" -DJPEG_LIBRARY="$L/libjpeg.so"
-        -DOPENSSL_ROOT_DIR="$P" -DOPENSSL_INCLUDE_DIR="$P/include" -DOPENSSL_CRYPTO_LIBRARY="$L/libcrypto.so"
-        -DOPENSSL_SSL_LIBRARY="$L/libssl.so"
+        -DOPENSSL_ROOT_DIR="$P" -DOPENSSL_INCLUDE_DIR="$P/include" -DOPENSSL_CRYPTO_LIBRARY="$L/tl-openssl/libcrypto.so"
+        -DOPENSSL_SSL_LIBRARY="$L/tl-openssl/libssl.so"
         -DMPI_CXX_COMPILER="$P/bin/mpicxx.openmpi" -DMPI_C_COMPILER="$P/bin/mpicc.openmpi"
         -DMPIEXEC_EXECUTABLE="$P/bin/mpirun")
   [ -z "${TL_CXX_STANDARD:-}" ] || args+=(-DCMAKE_CXX_STANDARD="$TL_CXX_STANDARD")

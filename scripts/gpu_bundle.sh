@@ -113,6 +113,16 @@ fi
 for t in mpirun mpiexec mpicc mpicxx mpic++ mpiCC; do
   [ -e "$TREE/usr/bin/$t.openmpi" ] && ln -sf "$t.openmpi" "$TREE/usr/bin/$t"
 done
+# OpenSSL 3.0's libcrypto/libssl in a folder of their own (lib/x86_64-linux-gnu/tl-openssl): the
+# main library folder goes on LD_LIBRARY_PATH for mpirun, and there they would stand in for a
+# newer system libssl.so.3/libcrypto.so.3 that the machine's Python loads. tl's binaries find
+# them through their build RPATH.
+mkdir -p "$TREE/usr/lib/$ARCH/tl-openssl"
+for f in "$TREE/usr/lib/$ARCH"/libssl.so* "$TREE/usr/lib/$ARCH"/libcrypto.so*; do
+  mv "$f" "$TREE/usr/lib/$ARCH/tl-openssl/"
+done
+# Engines and providers load by Debian's absolute path, and tl's SHA-256/HMAC need neither.
+rm -rf "$TREE/usr/lib/$ARCH/engines-3" "$TREE/usr/lib/$ARCH/ossl-modules"
 # Open MPI's MCA components, hwloc/PMIx plugins whose libraries (verbs, UCX, libfabric, PSM, CUDA,
 # Slurm/PBS libraries, ...) are not in the bundle are dropped: one machine, shared memory and TCP.
 echo "== checking the NEEDED closure of every ELF file"
@@ -176,7 +186,8 @@ UNPACKED_KIB=$(du -sk "$TREE" | cut -f1)
   echo "  against the bundle's headers, plus boost/config, boost/predef and the Fiber/Context config headers whole."
   echo
   echo "trimmed: docs, manuals, translations, static libraries, Fortran/Java MPI bindings;"
-  echo "arch headers (usr/include/$ARCH) merged into usr/include."
+  echo "arch headers (usr/include/$ARCH) merged into usr/include; libssl/libcrypto moved to"
+  echo "usr/lib/$ARCH/tl-openssl, off the LD_LIBRARY_PATH that mpirun gets; OpenSSL engines/providers dropped."
   echo "MCA components and plugins dropped for libraries not in the bundle:"
   for d in $DROPPED; do echo "  $d"; done
   echo
