@@ -89,9 +89,7 @@ PY
 # 0) What being recoverable costs while healthy: the same job (no checkpoints, no kill) under
 #    mpirun alone and under tl-run, in alternating rounds. Step times from the lead's step
 #    records (steps 4 on), peak RSS summed over the processes from summary.json.
-ODEVFLAG=""
-[ -z "${DEVICE:-}" ] || DEVFLAG="--device $DEVICE"
-JOB="$DEVFLAG --dataset cifar10 --data-dir $WORK/data --model $MODEL --logical-workers 4 --batch $OBATCH --seed 3 --log-every 0 --steps $OSTEPS"
+OJOB="$DEVFLAG --dataset cifar10 --data-dir $WORK/data --model $MODEL --logical-workers 4 --batch $OBATCH --seed 3 --log-every 0 --steps $OSTEPS"
 if [ "$ROUNDS" -gt 0 ]; then
 for r in $(seq 1 "$ROUNDS"); do
   $MPIRUN --oversubscribe -np "$ONP" "$BIN/tl-launch" $OJOB --output-dir "$WORK/plain$r" > "$WORK/plain$r.log" 2>&1
