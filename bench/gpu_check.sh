@@ -336,11 +336,13 @@ PY
 }
 # g: bench_recovery.sh on the device (no healthy-run comparison: ROUNDS=0).
 stage_g() {
-  if [ "$TL_GPU_CHECK_DEVICE" = cuda ]; then
-    DEVICE=cuda ROUNDS=0 STEPS=64 EVERY=50 KILL_AT=60 bench/bench_recovery.sh "$BUILD"
-  else
-    DEVICE=cpu ROUNDS=0 STEPS=24 EVERY=16 KILL_AT=20 bench/bench_recovery.sh "$BUILD"
-  fi
+  local flags
+  if [ "$TL_GPU_CHECK_DEVICE" = cuda ]; then flags="STEPS=64 EVERY=50 KILL_AT=60"; else flags="STEPS=24 EVERY=16 KILL_AT=20"; fi
+  # shellcheck disable=SC2086
+  env DEVICE="$TL_GPU_CHECK_DEVICE" ROUNDS=0 $flags bench/bench_recovery.sh "$BUILD" 2>&1 | tee "$TMPDIR/tl-g.out"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+  # passed: tl-run's recovered job and the cold restart end with the same bits
+  grep -q '^params_sha256: .*(same)$' "$TMPDIR/tl-g.out"
 }
 export -f stage_a stage_b stage_c stage_d stage_e stage_f stage_g
 
