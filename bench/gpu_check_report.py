@@ -100,6 +100,9 @@ def figures(name, log, meta):
     elif name == "d":
         f["table"] = [l for l in log.splitlines() if re.match(r"^\s*(cnn|resnet18|gpt|model|ratio|tl|PyTorch|built-in)", l)
                       or "x PyTorch" in l or "target" in l][:60]
+        # "  resnet18: tl / PyTorch eager nn.Module       0.904  met": the ratios against the targets
+        f["ratios"] = {m.group(1).strip(): {"ratio": float(m.group(2)), "target_1_05": m.group(3)}
+                       for m in re.finditer(r"^  ((?:cnn|resnet18|gpt): [^\n]*?)\s+([0-9.]+)\s+(met|MISSED)\s*$", log, re.M)}
     elif name == "e":
         rows = []
         for line in log.splitlines():
