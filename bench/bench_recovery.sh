@@ -51,7 +51,11 @@ PY
 # fails if the job ($RUN) ends before that.
 kill_after() {
   until [ "$(last_step "$1/metrics.jsonl")" -ge "$2" ]; do
-    kill -0 "$RUN" 2>/dev/null || { echo "bench_recovery: the job writing to $1 ended before step $2 (its log: $1.log)" >&2; return 1; }
+    if ! kill -0 "$RUN" 2>/dev/null; then
+      echo "bench_recovery: the job writing to $1 ended before step $2; the end of its log:" >&2
+      tail -n 20 "$1.log" >&2
+      return 1
+    fi
     sleep 0.05
   done
   local m victim
