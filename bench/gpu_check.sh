@@ -115,13 +115,17 @@ need_glibc, need_glibcxx = sys.argv[1], sys.argv[2]
 v = lambda s: tuple(int(x) for x in s.split("."))
 glibc = platform.libc_ver()[1] or os.confstr("CS_GNU_LIBC_VERSION").split()[-1]
 # libstdc++: the one the compiler links (g++ -print-file-name), its highest GLIBCXX_ version.
-try:
-    path = subprocess.run(["g++", "-print-file-name=libstdc++.so.6"], capture_output=True, text=True).stdout.strip()
-    path = os.path.realpath(path)
-    data = open(path, "rb").read()
-    glibcxx = max((m.decode() for m in set(re.findall(rb"GLIBCXX_([0-9]+\.[0-9]+(?:\.[0-9]+)?)", data))), key=v)
-except Exception as e:
-    path, glibcxx = "not found (%s)" % e, "0"
+path, glibcxx = None, None
+for cxx in [os.environ.get("CXX"), "g++", "c++"]:
+    try:
+        p = subprocess.run([cxx, "-print-file-name=libstdc++.so.6"], capture_output=True, text=True).stdout.strip()
+        p = os.path.realpath(p)
+        data = open(p, "rb").read()
+        glibcxx = max((m.decode() for m in set(re.findall(rb"GLIBCXX_([0-9]+\.[0-9]+(?:\.[0-9]+)?)", data))), key=v)
+        path = p
+        break
+    except Exception:
+        continue
 info = {"glibc": glibc, "libstdcxx": path, "glibcxx_max": glibcxx, "bundle_needs_glibc": need_glibc,
         "bundle_needs_glibcxx": need_glibcxx, "cores": os.cpu_count(), "machine": platform.platform()}
 try:
@@ -139,7 +143,8 @@ except Exception as e:
 print("ENV " + json.dumps(info))
 bad = []
 if v(glibc) < v(need_glibc): bad.append("glibc %s < GLIBC_%s" % (glibc, need_glibc))
-if v(glibcxx) < v(need_glibcxx): bad.append("libstdc++ GLIBCXX_%s < GLIBCXX_%s (%s)" % (glibcxx, need_glibcxx, path))
+if glibcxx is None: print("gpu_check.sh: no libstdc++.so.6 found through $CXX, g++ or c++; GLIBCXX not checked")
+elif v(glibcxx) < v(need_glibcxx): bad.append("libstdc++ GLIBCXX_%s < GLIBCXX_%s (%s)" % (glibcxx, need_glibcxx, path))
 if bad:
     print("gpu_check.sh: this machine is too old for the Debian 12 bundle: " + "; ".join(bad))
     sys.exit(3)
