@@ -6,8 +6,12 @@
 // over rounds with its 95 % confidence interval (bench_stats.h), so that a 0.5 % target can be
 // judged against the noise.
 //
-//   bench_context_switch [STEPS [ROUNDS]]   (defaults 12 and 8)
+//   bench_context_switch [STEPS [ROUNDS]] [--device D]   (defaults 12, 8 and tl-launch's own)
+//
+// --device: tl-launch's --device for every run (bench/gpu_check.sh: cuda); left out, the flag is
+// not passed.
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "bench/bench_stats.h"
@@ -15,12 +19,14 @@
 
 namespace {
 
+std::string deviceFlag;  // " --device D" or empty
+
 double stepSeconds(const std::string& root, const std::string& data, const std::string& model, int k,
                    int steps, int round) {
   std::string out = root + "/" + std::to_string(k) + "_" + std::to_string(round);
   tl::bench::runOrDie(tl::bench::mpirun(1) + tl::bench::binDir() + "/tl-launch --dataset cifar10 --data-dir " +
                       data + " " + model + " --batch 32 --workers 1 --compute-threads 1 --log-every 0" +
-                      " --logical-workers " + std::to_string(k) + " --steps " + std::to_string(steps) +
+                      deviceFlag + " --logical-workers " + std::to_string(k) + " --steps " + std::to_string(steps) +
                       " --output-dir " + out + " >/dev/null");
   return tl::bench::medianStepSeconds(out, 3);
 }
@@ -28,8 +34,20 @@ double stepSeconds(const std::string& root, const std::string& data, const std::
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int steps = argc > 1 ? std::atoi(argv[1]) : 12;
-  const int rounds = argc > 2 ? std::atoi(argv[2]) : 8;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--device") {
+      if (i + 1 >= argc || argv[i + 1][0] == '\0') {
+        std::fprintf(stderr, "bench_context_switch: --device needs a value (cpu, cuda, ...)\n");
+        return 2;
+      }
+      deviceFlag = std::string(" --device ") + argv[++i];
+    } else {
+      positional.push_back(argv[i]);
+    }
+  }
+  const int steps = positional.size() > 0 ? std::atoi(positional[0].c_str()) : 12;
+  const int rounds = positional.size() > 1 ? std::atoi(positional[1].c_str()) : 8;
   auto root = tl::bench::scratch("context-switch");
   auto data = tl::bench::synthData(root, 2048);
   struct Model {
@@ -39,7 +57,7 @@ int main(int argc, char** argv) {
   const std::vector<int> ks{1, 2, 4, 8};
   std::printf("EST context-switch overhead: step time of k ESTs on 1 process vs k x 1 EST (batch 32 "
               "per EST, 1 compute thread, median step of %d per run); median [95 %% CI] over %d "
-              "alternating rounds\n\n", steps, rounds);
+              "alternating rounds%s\n\n", steps, rounds, deviceFlag.c_str());
   std::printf("%-10s %3s %-26s %-26s %-30s\n", "model", "k", "k ESTs step ms", "1 EST step ms x k",
               "overhead");
   std::vector<double> medians, everyRound;

@@ -30,12 +30,15 @@
 // ResNet-18 <= 1.05 x the built-in one.
 //
 //   bench_own_model [--quick] [--rounds R] [--steps S] [--warmup W] [--models cnn,resnet18,gpt]
-//                   [--pytorch-malloc tl]
+//                   [--pytorch-malloc tl] [--device D]
 // --pytorch-malloc tl: PyTorch runs with tl's malloc settings (common/allocator_tuning.cpp, by
 // glibc's MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_), so the ratios compare the steps
 // without tl's allocator advantage (large on the CNN).
 // Defaults: 5 rounds of 3 timed steps after 2 warm-up ones (about 10 minutes on a quiet 2-core
-// machine); --quick, a smoke run: 1 round of 1 timed step. Needs /usr/bin/python3 with torch.
+// machine); --quick, a smoke run: 1 round of 1 timed step. Needs /usr/bin/python3 with torch
+// (TL_BENCH_PYTHON: another interpreter, e.g. pip's PyTorch on a GPU machine).
+// --device D: tl-launch --device D and PyTorch on D (bench/gpu_check.sh: cuda); left out, neither
+// is told a device (the CPU).
 #include <unistd.h>
 
 #include <cstdio>
@@ -69,6 +72,14 @@ std::string captureOrDie(const std::string& cmd) {
   return text;
 }
 
+std::string gDevice;  // --device, or empty
+
+// The Python that exports the modules and runs PyTorch's step.
+std::string python() {
+  const char* p = std::getenv("TL_BENCH_PYTHON");
+  return p && *p ? p : "/usr/bin/python3";
+}
+
 std::string script() { return std::string(TL_BENCH_SOURCE_DIR) + "/reference/own_model_step.py"; }
 
 double median(std::vector<double> v) { return tl::bench::medianWithCi(std::move(v)).median; }
@@ -85,6 +96,7 @@ double tlStepMs(const std::string& root, const std::string& tag, const OwnModel&
   tl::bench::runOrDie(tl::bench::mpirun(1) + tl::bench::binDir() + "/tl-launch " + modelFlags + " " + data +
                       " --batch " + std::to_string(m.batch) +
                       " --workers 0 --compute-threads 1 --logical-workers 1 --log-every 0 --control-bind none" +
+                      (gDevice.empty() ? "" : " --device " + gDevice) +
                       " --steps " + std::to_string(warmup + steps) + " --output-dir " + out + " >" + out +
                       ".log 2>&1");
   const auto records = tl::bench::metricsRecords(out, "step");
@@ -110,9 +122,10 @@ std::vector<double> torchStepMs(const std::string& dir, const OwnModel& m, int w
                                 const std::string& env) {
   const std::string variants = reversed ? "eager,plain,pt" : "pt,plain,eager";
   const std::string text =
-      captureOrDie(env + "/usr/bin/python3 " + script() + " time --model " + m.name + " --file " + dir + "/" + m.name +
+      captureOrDie(env + python() + " " + script() + " time --model " + m.name + " --file " + dir + "/" + m.name +
                    ".pt --batch " + std::to_string(m.batch) + " --steps " + std::to_string(steps) +
-                   " --warmup " + std::to_string(warmup) + " --threads 1 --variants " + variants + " 2>&1");
+                   " --warmup " + std::to_string(warmup) + " --threads 1 --variants " + variants +
+                   (gDevice.empty() ? "" : " --device " + gDevice) + " 2>&1");
   const auto j = nlohmann::json::parse(text.substr(text.rfind('{')));
   std::vector<double> out;
   for (const char* v : {"pt", "plain", "eager"}) out.push_back(median(j[v].get<std::vector<double>>()));
@@ -135,7 +148,8 @@ int main(int argc, char** argv) {
       quick = true;
       continue;
     }
-    if ((a == "--rounds" || a == "--steps" || a == "--warmup" || a == "--models" || a == "--pytorch-malloc") &&
+    if ((a == "--rounds" || a == "--steps" || a == "--warmup" || a == "--models" || a == "--pytorch-malloc" ||
+         a == "--device") &&
         i + 1 < argc) {
       ++i;
       continue;
@@ -143,7 +157,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "bench_own_model: unknown flag or missing value: %s\n"
                  "usage: bench_own_model [--quick] [--rounds R] [--steps S] [--warmup W] [--models cnn,resnet18,gpt] "
-                 "[--pytorch-malloc tl]\n",
+                 "[--pytorch-malloc tl] [--device D]\n",
                  argv[i]);
     return 2;
   }
@@ -152,6 +166,7 @@ int main(int argc, char** argv) {
   const int warmup = std::stoi(flag(argc, argv, "--warmup", "2"));
   const std::string modelList = flag(argc, argv, "--models", "cnn,resnet18,gpt");
   const std::string pytorchMalloc = flag(argc, argv, "--pytorch-malloc", "default");
+  gDevice = flag(argc, argv, "--device", "");
   if (pytorchMalloc != "default" && pytorchMalloc != "tl") {
     std::fprintf(stderr, "bench_own_model: --pytorch-malloc takes tl or default, got '%s'\n", pytorchMalloc.c_str());
     return 2;
@@ -168,9 +183,10 @@ int main(int argc, char** argv) {
                          "--warmup must be positive\n");
     return 2;
   }
-  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
-    std::fprintf(stderr, "bench_own_model: /usr/bin/python3 cannot import torch (install Debian's python3-torch): "
-                         "it exports the modules and runs the PyTorch reference\n");
+  if (std::system((python() + " -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {
+    std::fprintf(stderr, "bench_own_model: %s cannot import torch (install Debian's python3-torch, or name another "
+                         "interpreter in TL_BENCH_PYTHON): it exports the modules and runs the PyTorch reference\n",
+                 python().c_str());
     return 1;
   }
   if (geteuid() == 0) {
@@ -181,7 +197,7 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(root);
   std::filesystem::create_directories(root);
   const int vocab = 96;  // about the GPT example's character vocabulary
-  captureOrDie("/usr/bin/python3 " + script() + " export " + root + " --vocab " + std::to_string(vocab) + " 2>&1");
+  captureOrDie(python() + " " + script() + " export " + root + " --vocab " + std::to_string(vocab) + " 2>&1");
   const int total = warmup + steps;
   const std::string imageData = tl::bench::synthData(root, 32 * total + 32);
   const std::string tokenData = root + "/tokens";
@@ -193,9 +209,11 @@ int main(int argc, char** argv) {
               "%d timed steps after %d warm-up ones; median [95 %% CI] over rounds\n",
               rounds, rounds == 1 ? "" : "s", steps, warmup);
   std::printf("tl: tl-launch --model-file M.pt (the EST executor's step, data loading excluded); PyTorch: "
-              "/usr/bin/python3, torch %s, one fixed batch, %s malloc settings\n\n",
-              captureOrDie("/usr/bin/python3 -c 'import torch; print(torch.__version__, end=\"\")'").c_str(),
-              pytorchMalloc == "tl" ? "tl's" : "glibc's default");
+              "%s, torch %s, one fixed batch, %s malloc settings%s%s\n\n",
+              python().c_str(),
+              captureOrDie(python() + " -c 'import torch; print(torch.__version__, end=\"\")'").c_str(),
+              pytorchMalloc == "tl" ? "tl's" : "glibc's default", gDevice.empty() ? "" : "; device ",
+              gDevice.c_str());
   std::printf("%-9s %-44s %-24s %-22s\n", "model", "run", "step ms", "tl .pt / this");
 
   using tl::bench::formatCi;

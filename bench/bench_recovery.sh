@@ -4,7 +4,9 @@
 # in the same invocation. ResNet-18, N = 4, 4 -> 3 processes.
 #
 #   bench/bench_recovery.sh [BUILD_DIR]   (env: STEPS=64 EVERY=50 KILL_AT=60 BATCH=4 MODEL=resnet18
-#                                          ROUNDS=3 OSTEPS=40 OBATCH=8 ONP=2)
+#                                          ROUNDS=3 OSTEPS=40 OBATCH=8 ONP=2 DEVICE=)
+# DEVICE: tl-launch's --device for every run (unset: its default, the CPU); with cuda the
+# processes share the GPU through --gpu-comm mpi (the default). ROUNDS=0 skips the healthy runs.
 #
 # First, what being recoverable costs while healthy: the same job under mpirun alone and under
 # tl-run, in ROUNDS alternating rounds: the median step time of each, their ratio with a 95 %
@@ -29,7 +31,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 WORK=$(mktemp -d /tmp/bench_recovery.XXXXXX)
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$WORK"' EXIT
 "$BIN/tl-data" synth --out "$WORK/data" --train 512 --test 32 --seed 1 >/dev/null
-JOB="--dataset cifar10 --data-dir $WORK/data --model $MODEL --logical-workers 4 --batch $BATCH --seed 3 --log-every 0 --steps $STEPS --checkpoint-every $EVERY"
+DEVFLAG=""
+[ -z "${DEVICE:-}" ] || DEVFLAG="--device $DEVICE"
+JOB="$DEVFLAG --dataset cifar10 --data-dir $WORK/data --model $MODEL --logical-workers 4 --batch $BATCH --seed 3 --log-every 0 --steps $STEPS --checkpoint-every $EVERY"
 
 last_step() { python3 - "$1" <<'PY'
 import json, sys
@@ -43,9 +47,17 @@ print(last)
 PY
 }
 
-# Kills the second rank process (mpirun's child) of the job writing to $1 once it passed step $2.
+# Kills the second rank process (mpirun's child) of the job writing to $1 once it passed step $2;
+# fails if the job ($RUN) ends before that.
 kill_after() {
-  until [ "$(last_step "$1/metrics.jsonl")" -ge "$2" ]; do sleep 0.05; done
+  until [ "$(last_step "$1/metrics.jsonl")" -ge "$2" ]; do
+    if ! kill -0 "$RUN" 2>/dev/null; then
+      echo "bench_recovery: the job writing to $1 ended before step $2; the end of its log:" >&2
+      tail -n 20 "$1.log" >&2
+      return 1
+    fi
+    sleep 0.05
+  done
   local m victim
   m=$(pgrep -f "^[^ ]*mpirun .*--output-dir $1( |\$)" | head -1)
   victim=$(pgrep -P "$m" | sed -n 2p)
@@ -81,7 +93,8 @@ PY
 # 0) What being recoverable costs while healthy: the same job (no checkpoints, no kill) under
 #    mpirun alone and under tl-run, in alternating rounds. Step times from the lead's step
 #    records (steps 4 on), peak RSS summed over the processes from summary.json.
-OJOB="--dataset cifar10 --data-dir $WORK/data --model $MODEL --logical-workers 4 --batch $OBATCH --seed 3 --log-every 0 --steps $OSTEPS"
+OJOB="$DEVFLAG --dataset cifar10 --data-dir $WORK/data --model $MODEL --logical-workers 4 --batch $OBATCH --seed 3 --log-every 0 --steps $OSTEPS"
+if [ "$ROUNDS" -gt 0 ]; then
 for r in $(seq 1 "$ROUNDS"); do
   $MPIRUN --oversubscribe -np "$ONP" "$BIN/tl-launch" $OJOB --output-dir "$WORK/plain$r" > "$WORK/plain$r.log" 2>&1
   "$BIN/tl-run" --np "$ONP" --max-restarts 1 --hang-timeout 60 --mpirun "$MPIRUN" --mpirun-args "--oversubscribe" \
@@ -114,6 +127,9 @@ PY
 IFS='|' read -r O_STEP O_MEM O_SHA <<< "$OVERHEAD"
 read -r P_MED G_MED O_RATIO O_LO O_HI O_ROUNDS <<< "$O_STEP"
 read -r P_MEM G_MEM M_RATIO <<< "$O_MEM"
+else
+  O_SHA=skipped P_MED=- G_MED=- O_RATIO=- O_LO=- O_HI=- O_ROUNDS=- P_MEM=- G_MEM=- M_RATIO=-
+fi
 
 # 1) tl-run: the survivors' copy of the last step boundary.
 A="$WORK/recover"

@@ -10,12 +10,19 @@
 # shown: the step times on and off and their ratio, as bench_overlap prints them.
 #
 # usage: bench/gpu_consistency.sh [BUILD_DIR] [STEPS]     (needs a CUDA libtorch and a GPU)
+# TL_GPU_CONSISTENCY_PARTS: which parts run, of "matrix inplace overlap" (default: all three;
+# bench/gpu_check.sh runs them as separate, separately time-boxed stages).
 # exit status: 0 when every exact-reduction GPU run of a model matches that model's reference.
 set -uo pipefail
 DEVICE="${TL_GPU_CHECK_DEVICE:-cuda}"  # cpu: a dry run of this script on a machine without a GPU
 BUILD="${1:-build}"
 STEPS="${2:-20}"
 BIN="$BUILD/launcher"
+PARTS=" ${TL_GPU_CONSISTENCY_PARTS:-matrix inplace overlap} "
+for p in $PARTS; do
+  case $p in matrix | inplace | overlap) ;; *) echo "gpu_consistency.sh: TL_GPU_CONSISTENCY_PARTS: unknown part '$p' (matrix, inplace, overlap)" >&2; exit 2 ;; esac
+done
+part() { [[ "$PARTS" == *" $1 "* ]]; }
 WORK="${TMPDIR:-/tmp}/tl-gpu-consistency"
 rm -rf "$WORK" && mkdir -p "$WORK"
 MPIRUN="mpirun --oversubscribe --bind-to none"
@@ -99,11 +106,13 @@ inplace() {
 LONG=$((STEPS * 40))
 printf "%-10s %-44s %-18s %10s  %s\n" model run params_sha256 images/s "vs reference"
 for MODEL in cnn resnet20; do
+  part matrix || part inplace || break
   case $MODEL in
     cnn) MODEL_FLAGS="--model cnn" ;;  # BatchNorm and dropout
     resnet20) MODEL_FLAGS="--model resnet --depth 20" ;;
   esac
   REFERENCE=""
+  if part matrix; then
   segment p4 1 --device $DEVICE --placement 4 --workers 2; row "GPU 1 proc [4], nccl (reference)" p4 exact $?
   segment p4-again 1 --device $DEVICE --placement 4 --workers 1; row "GPU 1 proc [4], nccl, run again" p4-again exact $?
   segment ddp 4 --device $DEVICE --gpu-comm mpi --workers 1; row "GPU DDP mode: 4 procs [1,1,1,1], mpi" ddp exact $?
@@ -111,14 +120,19 @@ for MODEL in cnn resnet20; do
   segment p211 3 --device $DEVICE --gpu-comm mpi --placement 2,1,1 --workers 1; row "GPU 3 procs [2,1,1], mpi" p211 exact $?
   segment p31 2 --device $DEVICE --gpu-comm mpi --placement 3,1 --workers 0; row "GPU 2 procs [3,1], mpi" p31 exact $?
   rescaled rescale; row "GPU rescale 4 -> 2 -> 1 procs, loaders 0/2/3" rescale exact $?
+  fi
+  if part inplace; then
   SAVED_REFERENCE=$REFERENCE
   REFERENCE=""
   SEG_STEPS=$LONG segment p4-long 1 --device $DEVICE --placement 4; row "GPU 1 proc [4], $LONG steps (reference)" p4-long exact $?
   inplace inplace 2 --device $DEVICE --gpu-comm mpi; row "GPU in place 2 -> 1 -> 3 -> [1,1,2] -> 4, mpi" inplace exact $?
   REFERENCE=$SAVED_REFERENCE
+  fi
+  if part matrix; then
   segment fp32-p4 1 --device $DEVICE --placement 4 --reduction fp32; row "GPU fp32 reduction, 1 proc [4]" fp32-p4 fp32 $?
   segment fp32-ddp 4 --device $DEVICE --gpu-comm mpi --reduction fp32; row "GPU fp32 reduction, DDP mode 4 procs" fp32-ddp fp32 $?
   segment cpu-p4 1 --device cpu --placement 4; row "CPU 1 proc [4] (other kernels)" cpu-p4 cpu $?
+  fi
 done
 
 # --overlap with NCCL. One process (NCCL cannot put two ranks on one GPU), so the allreduce is
@@ -145,6 +159,7 @@ sha = json.load(open(d + "/summary.json"))["params_sha256"]
 print("%.2f %s %s %s" % (ms, sha, last.get("overlap_buckets_during_backward", "-"), last.get("overlap_buckets", "-")))
 PY
 }
+if part overlap; then
 echo
 echo "--overlap on NCCL: resnet18, 1 process, DDP mode, batch 64, 5 MiB buckets, $OV_ROUNDS rounds (on/off order alternating)"
 printf "%-14s %12s %12s %8s %16s  %-22s %s\n" config "off ms/step" "on ms/step" on/off "on/off range" "during backward (on)" "bits on vs off"
@@ -173,10 +188,11 @@ print("%-14s %12.2f %12.2f %8.3f %16s  %-22s %s" % ("resnet18 " + name, med(off)
       "%.3f..%.3f" % (min(rs), max(rs)), during, verdict))
 PY
 done
+fi
 
 echo
 if [ "$FAILED" -eq 0 ]; then
-  echo "every exact-reduction GPU run matched its model's reference, and --overlap on/off gave the same bits"
+  echo "parts run:$PARTS- every exact-reduction GPU run matched its model's reference, and --overlap on/off gave the same bits"
 else
   echo "some exact-reduction GPU runs FAILED or DIFFER (logs under $WORK)"
 fi

@@ -9,14 +9,19 @@ include(GNUInstallDirs)
 # libraries are in the default search path and need none.
 set(CMAKE_INSTALL_RPATH_USE_LINK_PATH ON)
 
-set(TL_INSTALLED_TOOLS tl-launch tl-ctl tl-data tl-coordinator tl-submit tl-profile tl-run tl-sim tl-sched tl-predict)
+set(TL_INSTALLED_TOOLS tl-launch tl-ctl tl-data tl-coordinator tl-submit tl-run tl-predict)
+if(TL_HAVE_CAIRO)  # TL_WITH_CAIRO=OFF: no cairo tools to install
+  list(APPEND TL_INSTALLED_TOOLS tl-profile tl-sim tl-sched)
+endif()
 foreach(tool IN LISTS TL_INSTALLED_TOOLS)
   set_target_properties(${tool} PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 endforeach()
 install(TARGETS ${TL_INSTALLED_TOOLS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES README.md docs/design.md docs/sched_real.md docs/resource-usage.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES tools/submit/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME tl-submit.md)
-install(FILES tools/profile/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME tl-profile.md)
+if(TL_HAVE_CAIRO)
+  install(FILES tools/profile/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME tl-profile.md)
+endif()
 
 set(CPACK_PACKAGE_NAME tl)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})

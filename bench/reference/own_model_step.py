@@ -81,6 +81,7 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--variants", default="pt,plain,eager")
+    p.add_argument("--device", default="cpu", help="where the module, batch and step run (loss.item() waits for it)")
     a = p.parse_args()
     if a.command == "export":
         export(a.dir, a.vocab)
@@ -95,9 +96,11 @@ def main():
         vocab = 0
         x = torch.randn(a.batch, 3, 32, 32)
         y = torch.randint(0, 10, (a.batch,))
+    device = torch.device(a.device)
+    x, y = x.to(device), y.to(device)
     out = {}
     for variant in a.variants.split(","):
-        scripted = torch.jit.load(a.file)
+        scripted = torch.jit.load(a.file, map_location=device)
         if variant == "eager":
             module = build(a.model, vocab)
             # TorchScript keeps non-persistent buffers (the GPT's causal masks) in its state
@@ -106,6 +109,7 @@ def main():
             if missing or any(not k.endswith(".mask") for k in unexpected):
                 raise SystemExit("own_model_step.py: %s does not hold %s's weights: missing %s, unexpected %s"
                                  % (a.file, a.model, missing, unexpected))
+            module.to(device)
         else:
             module = scripted
         module.train()
