@@ -6,8 +6,11 @@
 #
 #   scripts/rehearse_gpu_check.sh [OUT_DIR]    (default out/gpu-rehearsal)
 #
-# The root (/var/tmp/tl-roots/gpu-rehearsal, TL_REHEARSAL_ROOT) is made once with mmdebstrap and
-# reused. Debian's python3-torch stands in for pip's PyTorch, libtorch-dev for the headers and
+# TL_REHEARSAL_SUITE=trixie rehearses in a Debian 13 root instead: libtorch 2.6, GCC 14 and
+# Python 3.13, nearer the GPU machine's PyTorch 2.11 than bookworm's 1.13, with the same Debian 12
+# bundle (its glibc and libstdc++ floor are bookworm's, so a newer system must take it too).
+# The root (/var/tmp/tl-roots/gpu-rehearsal[-trixie], TL_REHEARSAL_ROOT) is made once with
+# mmdebstrap and reused. Debian's python3-torch stands in for pip's PyTorch, libtorch-dev for the headers and
 # CMake files the wheel carries (TL_TORCH_PREFIX). libtorch-dev pulls some -dev packages; any of
 # them that the bundle provides (zlib1g-dev) is removed from the root, and the run stops if
 # any other bundled component is found there. The tree arrives as the GPU machine gets it: the
@@ -18,18 +21,23 @@ cd "$(dirname "$0")/.."
 SRC=$(pwd)
 OUTDIR=${1:-out/gpu-rehearsal}
 mkdir -p "$OUTDIR" && OUTDIR=$(cd "$OUTDIR" && pwd)
-R=${TL_REHEARSAL_ROOT:-/var/tmp/tl-roots/gpu-rehearsal}
+SUITE=${TL_REHEARSAL_SUITE:-bookworm}
+case "$SUITE" in
+  bookworm) R=${TL_REHEARSAL_ROOT:-/var/tmp/tl-roots/gpu-rehearsal} ;;
+  trixie) R=${TL_REHEARSAL_ROOT:-/var/tmp/tl-roots/gpu-rehearsal-trixie} ;;
+  *) echo "rehearse_gpu_check.sh: TL_REHEARSAL_SUITE must be bookworm or trixie (got '$SUITE')" >&2; exit 2 ;;
+esac
 die() { echo "rehearse_gpu_check.sh: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (mmdebstrap, chroot, mounts)"
 [ -f gpu-bundle/tl-gpu-bundle.tar.xz ] || die "gpu-bundle/tl-gpu-bundle.tar.xz is missing: run scripts/gpu_bundle.sh first"
 
 if [ ! -x "$R/usr/bin/python3" ]; then
-  echo "== making the root $R (mmdebstrap bookworm)"
+  echo "== making the root $R (mmdebstrap $SUITE)"
   mkdir -p "$(dirname "$R")"
   rm -rf "$R.new"
   mmdebstrap --mode=root --variant=apt --aptopt='APT::Install-Recommends "false"' \
     --include=g++,make,cmake,ninja-build,python3,python3-torch,libtorch-dev,procps,xz-utils,file \
-    bookworm "$R.new" http://deb.debian.org/debian
+    "$SUITE" "$R.new" http://deb.debian.org/debian
   mv "$R.new" "$R"
 fi
 
@@ -45,7 +53,7 @@ for p in zlib1g-dev; do
   fi
 done
 BAD=""
-for p in libopenmpi-dev openmpi-bin libboost1.74-dev libboost-fiber1.74-dev libspdlog-dev libfmt-dev libcli11-dev \
+for p in libopenmpi-dev openmpi-bin libboost-dev libboost1.74-dev libboost1.83-dev libboost-fiber-dev libboost-fiber1.74-dev libspdlog-dev libfmt-dev libcli11-dev \
          nlohmann-json3-dev libjpeg62-turbo-dev libjpeg-dev libssl-dev zlib1g-dev libgtest-dev libcairo2-dev pkg-config; do
   installed "$p" && BAD="$BAD $p"
 done
@@ -89,7 +97,7 @@ T1=$(date +%s)
 rm -rf "$OUTDIR"/* && cp -a "$R/work/out/." "$OUTDIR/"
 {
   echo "rehearsal: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $((T1 - T0)) s, gpu_check.sh exit status $rc"
-  echo "root: $R (mmdebstrap bookworm: g++ make cmake ninja-build python3 python3-torch libtorch-dev procps xz-utils file)"
+  echo "root: $R (mmdebstrap $SUITE: g++ make cmake ninja-build python3 python3-torch libtorch-dev procps xz-utils file)"
   echo "-dev packages libtorch-dev pulled in (zlib1g-dev removed before the run):"
   echo "$PULLED" | sed 's/^/  /'
 } > "$OUTDIR/rehearsal.txt"
