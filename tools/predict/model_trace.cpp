@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>  // at::set_num_threads (ATen.h no longer brings it in libtorch 2.x)
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <torch/nn/functional/loss.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,7 +25,12 @@ namespace {
 // for raw allocations), so sizes are kept in a table.
 class CountingCpuAllocator final : public c10::Allocator {
  public:
+// libtorch 2.x made Allocator::allocate non-const and added copy_data.
+#if TORCH_VERSION_MAJOR >= 2
+  c10::DataPtr allocate(size_t n) override {
+#else
   c10::DataPtr allocate(size_t n) const override {
+#endif
     void* data = c10::alloc_cpu(n);
     {
       std::lock_guard<std::mutex> lock(mutex_);
