@@ -17,7 +17,7 @@ PACKAGES_12=(
   libopenmpi-dev openmpi-bin         # MPI communicator and mpirun (Open MPI 4.1)
   libboost-fiber-dev libboost-context-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev
-  libgtest-dev googletest
+  libgtest-dev libgmock-dev googletest
   zlib1g-dev libjpeg62-turbo-dev
   libcli11-dev                       # command lines of tl-submit, tl-profile, tl-coordinator, tl-data
   libssl-dev                         # libcrypto: SHA-256, HMAC
@@ -32,7 +32,7 @@ PACKAGES_13=(
   libopenmpi-dev openmpi-bin         # MPI communicator and mpirun (Open MPI 5.0)
   libboost-fiber-dev libboost-context-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev
-  libgtest-dev googletest
+  libgtest-dev libgmock-dev googletest
   zlib1g-dev libjpeg62-turbo-dev
   libcli11-dev                       # command lines of tl-submit, tl-profile, tl-coordinator, tl-data
   libssl-dev                         # libcrypto: SHA-256, HMAC

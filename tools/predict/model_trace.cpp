@@ -25,8 +25,10 @@ namespace {
 // for raw allocations), so sizes are kept in a table.
 class CountingCpuAllocator final : public c10::Allocator {
  public:
-// libtorch 2.x made Allocator::allocate non-const and added copy_data.
-#if TORCH_VERSION_MAJOR >= 2
+// libtorch 2.3 made Allocator::allocate non-const and added the pure virtual copy_data (built
+// against 1.13 and 2.6).
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+#define TL_ALLOCATOR_2_3 1
   c10::DataPtr allocate(size_t n) override {
 #else
   c10::DataPtr allocate(size_t n) const override {
@@ -41,6 +43,11 @@ class CountingCpuAllocator final : public c10::Allocator {
     return {data, data, &release, c10::Device(c10::kCPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
+#ifdef TL_ALLOCATOR_2_3
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+#endif
 
   void resetPeak() const {
     std::lock_guard<std::mutex> lock(mutex_);
