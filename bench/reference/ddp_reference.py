@@ -280,7 +280,7 @@ def build_model(args, shape):
         return model
     channels, size = shape
     model = ddp_models.build(args.model, args.depth, channels, size, 10, not args.no_batchnorm, args.dropout)
-    model.load_state_dict(torch.load(args.init))
+    model.load_state_dict(torch.load(args.init, weights_only=False))
     return model
 
 
