@@ -10,11 +10,13 @@
 #   TL_DEBIAN13_MIRROR Debian mirror (default http://deb.debian.org/debian)
 #   TL_CHECK_QUICK=1   command 1, the placement check and the consistency tests only
 #   TL_BUILD_JOBS      build jobs inside the root (default 2)
-# The tree is copied to <root>/tl (its build/ and out/ are not copied; the root's own build in
-# <root>/tl/build is kept between runs, and ccache's cache in <root>/root/.ccache).
+# The tree is copied to <root>/srv/tl-checkout (its build/, out/ and .git are not copied; the
+# root's own build there is kept between runs, and ccache's cache in <root>/root/.ccache). A
+# distinctive path: test_install looks for the tree's path inside the installed files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$(pwd)
+TREE=/srv/tl-checkout  # the copy, inside the root
 ROOT="${TL_DEBIAN13_ROOT:-/var/tmp/tl-debian13/root}"
 MIRROR="${TL_DEBIAN13_MIRROR:-http://deb.debian.org/debian}"
 QUICK="${TL_CHECK_QUICK:-0}"
@@ -86,18 +88,18 @@ bind shm "$ROOT/dev/shm" -t tmpfs -o nosuid,nodev,mode=1777
 chmod 1777 "$ROOT/tmp"
 
 begin "copy tree"
-mkdir -p "$ROOT/tl"
-rsync -a --delete --exclude=/build --exclude=/out --exclude=/.git "$SRC/" "$ROOT/tl/"
+mkdir -p "$ROOT$TREE"
+rsync -a --delete --exclude=/build --exclude=/out --exclude=/.git "$SRC/" "$ROOT$TREE/"
 end
 
 mkdir -p "$LOG_DIR"
-in_root() {  # in_root LOG COMMAND: runs COMMAND in the root's /tl as root; output to LOG too
+in_root() {  # in_root LOG COMMAND: runs COMMAND in the root's $TREE as root; output to LOG too
   local log="$LOG_DIR/$1"
   shift
   chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    LANG=C.UTF-8 TERM=dumb TL_BUILD_JOBS="$JOBS" CCACHE_BASEDIR=/tl \
+    LANG=C.UTF-8 TERM=dumb TL_BUILD_JOBS="$JOBS" CCACHE_BASEDIR="$TREE" \
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    /bin/bash -c "cd /tl && $*" 2>&1 | tee "$log"
+    /bin/bash -c "cd $TREE && $*" 2>&1 | tee "$log"
   return "${PIPESTATUS[0]}"
 }
 
@@ -105,10 +107,10 @@ status=0
 begin "command 1: scripts/run_default.sh"
 in_root run_default.log "TL_OUTPUT_DIR=out/default scripts/run_default.sh" || status=1
 end
-S="$ROOT/tl/out/default/summary.json"
+S="$ROOT$TREE/out/default/summary.json"
 if [ -f "$S" ]; then
-  ACC=$(chroot "$ROOT" python3 -c 'import json; a = json.load(open("/tl/out/default/summary.json")).get("test_acc"); print("none" if a is None else "%.2f %%" % (100 * a))')
-  HASH=$(chroot "$ROOT" python3 -c 'import json; print(json.load(open("/tl/out/default/summary.json"))["params_sha256"])')
+  ACC=$(chroot "$ROOT" python3 -c 'import json; a = json.load(open("'"$TREE"'/out/default/summary.json")).get("test_acc"); print("none" if a is None else "%.2f %%" % (100 * a))')
+  HASH=$(chroot "$ROOT" python3 -c 'import json; print(json.load(open("'"$TREE"'/out/default/summary.json"))["params_sha256"])')
   echo "default job on libtorch 2.6: test accuracy $ACC, params_sha256 $HASH"
 fi
 
@@ -136,7 +138,7 @@ fi
 if ((PLACEMENT_OK)); then
   echo "placement independence on libtorch 2.6: holds (DDP mode on 4 processes = placement 4 = 3,1)"
 else
-  echo "placement independence on libtorch 2.6: FAILED (logs under $ROOT/tl/out/placement)"
+  echo "placement independence on libtorch 2.6: FAILED (logs under $ROOT$TREE/out/placement)"
   status=1
 fi
 end
