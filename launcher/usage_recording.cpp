@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>  // at::get_num_threads (ATen.h no longer brings it in libtorch 2.x)
 
 #include "common/files.h"
 #include "runtime/comm/json_collectives.h"

@@ -236,6 +236,8 @@ def train_rank(rank, args, port):
     torch.set_num_threads(args.threads)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
+    # PyTorch >= 2.4 asks for a libuv TCPStore, which Debian 13's build lacks; 1.13 ignores it.
+    os.environ.setdefault("USE_LIBUV", "0")
     dist.init_process_group("gloo", rank=rank, world_size=args.ranks)
     if args.dataset == "tokens":
         data, shape = ddp_data.load_tokens(args.data_dir, args.seq_len, args.token_dtype), None
@@ -278,7 +280,7 @@ def build_model(args, shape):
         return model
     channels, size = shape
     model = ddp_models.build(args.model, args.depth, channels, size, 10, not args.no_batchnorm, args.dropout)
-    model.load_state_dict(torch.load(args.init))
+    model.load_state_dict(torch.load(args.init, weights_only=False))
     return model
 
 

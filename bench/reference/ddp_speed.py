@@ -111,6 +111,8 @@ def main():
         p.error("--model-file needs --vocab (the token ids' range)")
     os.environ["MASTER_ADDR"] = args.master_addr
     os.environ["MASTER_PORT"] = str(args.master_port)
+    # PyTorch >= 2.4 asks for a libuv TCPStore, which Debian 13's build lacks; 1.13 ignores it.
+    os.environ.setdefault("USE_LIBUV", "0")
     if "OMPI_COMM_WORLD_RANK" in os.environ:
         train(int(os.environ["OMPI_COMM_WORLD_RANK"]), int(os.environ["OMPI_COMM_WORLD_SIZE"]), args)
     else:

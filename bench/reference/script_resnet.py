@@ -84,7 +84,7 @@ def main(argv):
     a = p.parse_args(argv)
     if not os.path.isfile(a.init):
         p.error("--init: no file '%s'" % a.init)
-    state = torch.load(a.init)
+    state = torch.load(a.init, weights_only=False)
     model = ScriptableResNet(a.depth, batchnorm=not a.no_batchnorm)
     try:
         model.load_state_dict(state, strict=True)

@@ -1,5 +1,7 @@
 #include "elastic/rescale/membership.h"
 
+#include <unistd.h>  // ::getpid
+
 #include <algorithm>
 #include <chrono>
 

@@ -27,7 +27,7 @@ def main():
     p.add_argument("--classes", type=int, default=10)
     a = p.parse_args()
     model = ddp_models.build("cnn", 0, a.channels, a.image_size, a.classes, True, -1)
-    state = torch.load(a.init)
+    state = torch.load(a.init, weights_only=False)
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
         sys.exit(f"export.py: error: {a.init} does not fit the cnn: missing {missing}, "

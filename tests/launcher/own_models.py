@@ -102,7 +102,7 @@ def export(out):
 
 def verify(scripted, state_dict):
     module = torch.jit.load(scripted)
-    saved = torch.load(state_dict)
+    saved = torch.load(state_dict, weights_only=False)
     mine = module.state_dict()
     if list(mine) != list(saved):
         print("names differ:", list(mine), list(saved))

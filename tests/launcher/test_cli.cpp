@@ -93,7 +93,9 @@ TEST(Cli, HelpIsPrintedAndParseSaysStop) {
   EXPECT_FALSE(parse(*t.app, {"--ports", "4", "--help"}));
   const std::string help = testing::internal::GetCapturedStdout();
   EXPECT_NE(help.find("A demo tool."), std::string::npos) << help;
-  EXPECT_NE(help.find("--ports INT=32"), std::string::npos) << "default shown: " << help;
+  // CLI11 2.3 (Debian 12) shows a default as "INT=32", 2.4 (Debian 13) as "INT [32]".
+  EXPECT_TRUE(help.find("--ports INT=32") != std::string::npos || help.find("--ports INT [32]") != std::string::npos)
+      << "default shown: " << help;
 }
 
 TEST(Cli, VersionIsPrintedAndParseSaysStop) {

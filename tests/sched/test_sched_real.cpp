@@ -2,6 +2,8 @@
 // policy's allocation becomes starts, grows and shrinks within what real jobs can do.
 #include <gtest/gtest.h>
 
+#include <algorithm>  // std::count (no longer brought in by gtest 1.16)
+
 #include "common/check.h"
 #include "tools/sched/real_plan.h"
 

@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>  // at::set_num_threads (ATen.h no longer brings it in libtorch 2.x)
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <torch/nn/functional/loss.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,7 +25,14 @@ namespace {
 // for raw allocations), so sizes are kept in a table.
 class CountingCpuAllocator final : public c10::Allocator {
  public:
+// libtorch 2.3 made Allocator::allocate non-const and added the pure virtual copy_data (built
+// against 1.13 and 2.6).
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+#define TL_ALLOCATOR_2_3 1
+  c10::DataPtr allocate(size_t n) override {
+#else
   c10::DataPtr allocate(size_t n) const override {
+#endif
     void* data = c10::alloc_cpu(n);
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -34,6 +43,11 @@ class CountingCpuAllocator final : public c10::Allocator {
     return {data, data, &release, c10::Device(c10::kCPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
+#ifdef TL_ALLOCATOR_2_3
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+#endif
 
   void resetPeak() const {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -246,7 +246,7 @@ def run_case(dump, scratch, case):
         if line[0] in ref_state:
             check([int(s) for s in line[1:]] == list(ref_state[line[0]].shape), f"{label}: shape of {line[0]}")
 
-    init = torch.load(os.path.join(out, "init.pt"))
+    init = torch.load(os.path.join(out, "init.pt"), weights_only=False)
     check(isinstance(init, dict), f"{label}: torch.load did not give a dict")
     # Same seed, same init functions, same order: the same numbers.
     for name, tensor in ref_state.items():
@@ -255,14 +255,14 @@ def run_case(dump, scratch, case):
     compare_state(label + " init.pt", names, init, ref_state)
     model.load_state_dict(init, strict=True)
 
-    io = torch.load(os.path.join(out, "io.pt"))
+    io = torch.load(os.path.join(out, "io.pt"), weights_only=False)
     torch.manual_seed(1)
     x = torch.randn(4, in_channels, image_size, image_size)
     check(torch.equal(x, io["input"]), f"{label}: the seeded input differs")
     with torch.no_grad():
         model.train()
         check(same(model(x), io["train_output"]), f"{label}: training-mode output differs")
-        after = torch.load(os.path.join(out, "after.pt"))
+        after = torch.load(os.path.join(out, "after.pt"), weights_only=False)
         compare_state(label + " after.pt", names, after, model.state_dict())
         model.load_state_dict(after, strict=True)
         model.eval()
