@@ -65,6 +65,26 @@ for p in "${PACKAGES[@]}"; do
   printf '%-32s %-28s %s\n' "$p" "$v" "$(du -k "$deb" | cut -f1) KiB .deb" >> "$STAGE/versions"
 done
 
+# Some of Debian 12's packages (zlib1g) still ship under /lib: one tree under usr/ (the archive
+# holds usr/ and etc/ only), and every absolute link made relative within the bundle, since an
+# absolute one (libz.so -> /lib/x86_64-linux-gnu/libz.so.1.2.13) would name the machine's own file,
+# which a newer distribution does not have.
+if [ -d "$TREE/lib" ]; then
+  cp -a "$TREE/lib/." "$TREE/usr/lib/"
+  rm -rf "${TREE:?}/lib"
+fi
+while read -r l; do
+  t=$(readlink "$l")
+  case "$t" in /*) ;; *) continue ;; esac
+  for cand in "$TREE$t" "$TREE/usr$t"; do
+    if [ -e "$cand" ]; then
+      ln -sfn "$(realpath -m --relative-to="$(dirname "$l")" "$cand")" "$l"
+      continue 2
+    fi
+  done
+  die "${l#"$TREE"/} links to $t, which is not in the bundle"
+done < <(find "$TREE" -type l)
+
 echo "== trimming"
 # Documentation, manuals, translations, static libraries, Fortran and Java bindings, lintian.
 rm -rf "$TREE"/usr/share/{doc,man,locale,lintian,bug} "$TREE"/usr/share/openmpi/*.mod "$TREE"/etc/default
