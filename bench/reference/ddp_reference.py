@@ -26,8 +26,9 @@ the graph executor's optimisations off (runtime/models/torchscript_model.cpp), s
 records the ops eager PyTorch would. --model-returns loss calls forward(inputs, targets) for
 the loss; otherwise --loss (cross-entropy, tl's default; nll; mse) scores forward's output as
 runtime/train/model_loss.cpp does. --dataset tokens --seq-len L reads tl's token windows
-(ddp_data.py). --optimizer adam|adamw are torch.optim.Adam/AdamW (single-tensor, as tl's
-runtime/optim/adam.cpp follows them) with tl's --beta1/--beta2/--eps/--weight-decay.
+(ddp_data.py). --optimizer adam|adamw are torch.optim.Adam/AdamW (single-tensor, the CPU's
+default, as tl's runtime/optim/adam.cpp follows them in each PyTorch version: 2.1 and later
+round the first moment with lerp_) with tl's --beta1/--beta2/--eps/--weight-decay.
 """
 import argparse
 import hashlib

@@ -1,11 +1,22 @@
-// Adam and AdamW as PyTorch 1.13 computes them (_single_tensor_adam/_single_tensor_adamw,
-// amsgrad off):
+// Adam and AdamW as PyTorch's Python optimizers compute them on the CPU (torch.optim.Adam/AdamW
+// with their CPU default, the single-tensor _single_tensor_adam/_single_tensor_adamw; amsgrad off),
+// in the PyTorch version tl is built against (DDP's bits are those of that version's Python):
 //   adam:  g = g + wd * p                  adamw: p *= 1 - lr * wd
 //   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g * g
 //   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 // Note where eps goes: added after dividing sqrt(v) by the bias correction, not to sqrt(v).
 // The bias corrections are computed in double on the host, as PyTorch does with step.item().
+// How the first moment and sqrt(1 - beta2^t) are rounded depends on the version:
+//  - PyTorch < 2.1: m.mul_(beta1).add_(g, 1 - beta1), and math.sqrt(bias_correction2);
+//  - PyTorch >= 2.1 (pytorch/pytorch#104796, "use lerp whenever possible"): m.lerp_(g, 1 - beta1),
+//    which rounds differently from mul_/add_ (measured on 2.6: 37% of random elements, and the
+//    test_ddp_reference_torchscript GPT parts from 2.6's DDP at step 5 without it), and
+//    bias_correction2 ** 0.5, which is libm's pow(x, 0.5), not sqrt(x) (they differ from step 3615
+//    at beta2 = 0.99, from step 1270 at beta2 = 0.999). Measured: 2.6 (Debian 13); the 2.1 cut is
+//    where the lerp change landed; the pow change is assumed to be no earlier (not checked between).
+// libtorch's own C++ torch::optim::AdamW is not what DDP users run, and is not followed.
 #include <ATen/ATen.h>
+#include <torch/version.h>
 
 #include <cmath>
 
@@ -14,6 +25,10 @@
 
 namespace tl::optim::detail {
 namespace {
+
+// PyTorch >= 2.1's rounding (above); a constant, not a macro (this file is in a unity batch).
+constexpr bool kPyTorch21Rounding =
+    TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1);
 
 class Adam : public SlotOptimizer {
  public:
@@ -39,14 +54,21 @@ class Adam : public SlotOptimizer {
     } else if (weightDecay_ != 0) {
       g = g.add(param, weightDecay_);
     }
-    expAvg.mul_(beta1_).add_(g, 1 - beta1_);
+    if constexpr (kPyTorch21Rounding) {
+      expAvg.lerp_(g, 1 - beta1_);
+    } else {
+      expAvg.mul_(beta1_).add_(g, 1 - beta1_);
+    }
     expAvgSq.mul_(beta2_).addcmul_(g, g, 1 - beta2_);
 
     const double t = double(state.step);
     const double biasCorrection1 = 1 - std::pow(beta1_, t);
     const double biasCorrection2 = 1 - std::pow(beta2_, t);
     const double stepSize = lr / biasCorrection1;
-    const at::Tensor denom = (expAvgSq.sqrt() / std::sqrt(biasCorrection2)).add_(eps_);
+    const double biasCorrection2Sqrt = kPyTorch21Rounding
+                                           ? std::pow(biasCorrection2, 0.5)  // bc2 ** 0.5
+                                           : std::sqrt(biasCorrection2);     // math.sqrt
+    const at::Tensor denom = (expAvgSq.sqrt() / biasCorrection2Sqrt).add_(eps_);
     param.addcdiv_(expAvg, denom, -stepSize);
   }
 

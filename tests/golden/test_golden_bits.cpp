@@ -99,7 +99,7 @@ INSTANTIATE_TEST_SUITE_P(
                   std::string(kResnet) +
                       "--logical-workers 2 --optimizer adam --lr 0.001 --lr-schedule cosine --warmup-epochs 1",
                   "ed43165541588d76699023917ff621fbae97e1cba196bf4374dd4e4d741d8593",
-                  "186b398661be247b0f48f028a9a2221c87997ebd50fa81f018507277c082d281"},
+                  "ed00338e60f1812d114bfa50f4bbddc53ce8b46b6a5b9a9663bd654059579ff3"},
         // MLP on the real Fashion-MNIST (Debian's dataset-fashion-mnist), default augmentation.
         GoldenJob{"mlp_fashion", 2, "--model mlp --dataset fashion-mnist --batch 32 --steps 10 --seed 2", "756f822ed03ecca816d5834048585a337caee4e53aa88f1ffc0080da3d411b30",
                   "efd4d40f36c95be8ca1d5e31c342f97e7a44e7cf7333525b121fec7c30f48cde"},
