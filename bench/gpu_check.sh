@@ -219,14 +219,25 @@ stage_configure() {
     echo "gpu_check.sh: no Torch/TorchConfig.cmake under '$torch_prefix' (python's torch.utils.cmake_prefix_path or TL_TORCH_PREFIX)"
     exit 1
   fi
+  # OpenSSL: the machine's own libcrypto.so.3/libssl.so.3 where it has them (3.x keeps 3.0's ABI,
+  # which the bundle's 3.0 headers compile against). Linking the bundle's 3.0 instead put it first
+  # in tl's RPATH, and a library that loads the machine's newer libssl.so.3 (libtorch 2.6 on
+  # Debian 13 does) then found no OPENSSL_3.2.0..3.4.0 symbols in it. The bundle's pair is the
+  # fallback for a machine without OpenSSL 3.
+  crypto="$L/tl-openssl/libcrypto.so" ssl="$L/tl-openssl/libssl.so"
+  for d in $( (ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null) | awk '/libcrypto\.so\.3 .*x86-64/{print $NF}' | xargs -r -n1 dirname) \
+           /usr/lib/x86_64-linux-gnu /lib/x86_64-linux-gnu /usr/lib64 /lib64; do
+    if [ -e "$d/libcrypto.so.3" ] && [ -e "$d/libssl.so.3" ]; then crypto="$d/libcrypto.so.3" ssl="$d/libssl.so.3"; break; fi
+  done
+  echo "OpenSSL: $crypto, $ssl"
   args=(-DCMAKE_BUILD_TYPE=Release -DTL_BUILD_TESTS=OFF -DTL_BUILD_BENCH=ON -DTL_WITH_CAIRO=OFF
         -DCMAKE_PREFIX_PATH="$P;$L/cmake;$torch_prefix"
         -Dfmt_DIR="$L/cmake/fmt" -Dspdlog_DIR="$L/cmake/spdlog" -DBoost_DIR="$L/cmake/Boost-1.74.0"
         -DCLI11_DIR="$P/share/cmake/CLI11" -Dnlohmann_json_DIR="$P/share/cmake/nlohmann_json"
         -DZLIB_INCLUDE_DIR="$P/include" -DZLIB_LIBRARY="$L/libz.so"
         -DJPEG_INCLUDE_DIR="$P/include" -DJPEG_LIBRARY="$L/libjpeg.so"
-        -DOPENSSL_ROOT_DIR="$P" -DOPENSSL_INCLUDE_DIR="$P/include" -DOPENSSL_CRYPTO_LIBRARY="$L/tl-openssl/libcrypto.so"
-        -DOPENSSL_SSL_LIBRARY="$L/tl-openssl/libssl.so"
+        -DOPENSSL_ROOT_DIR="$P" -DOPENSSL_INCLUDE_DIR="$P/include" -DOPENSSL_CRYPTO_LIBRARY="$crypto"
+        -DOPENSSL_SSL_LIBRARY="$ssl"
         -DMPI_CXX_COMPILER="$P/bin/mpicxx.openmpi" -DMPI_C_COMPILER="$P/bin/mpicc.openmpi"
         -DMPIEXEC_EXECUTABLE="$P/bin/mpirun")
   [ -z "${TL_CXX_STANDARD:-}" ] || args+=(-DCMAKE_CXX_STANDARD="$TL_CXX_STANDARD")
