@@ -71,6 +71,14 @@ std::unique_ptr<SpawnedProcess> SpawnedProcess::start(const std::string& program
     TL_MPI_CHECK(MPI_Info_create(&info));
     TL_MPI_CHECK(MPI_Info_set(info, "host", host.c_str()));
   }
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
+  // PRRTE binds a spawned process to a core of its own by default and refuses the spawn when
+  // the job's slots outnumber the cores ("binding processes to more cpus than are available";
+  // e.g. --host localhost:3 on 2 cores), which Open MPI 4.1 did not. Unbound, like the job's
+  // runs with --bind-to none.
+  if (info == MPI_INFO_NULL) TL_MPI_CHECK(MPI_Info_create(&info));
+  TL_MPI_CHECK(MPI_Info_set(info, "bind_to", "none"));
+#endif
   auto handle = std::make_unique<Handle>();
   int startError = MPI_SUCCESS;
   const int rc = MPI_Comm_spawn(program.c_str(), argv.data(), 1, info, 0, self, &handle->inter, &startError);
