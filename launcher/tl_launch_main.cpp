@@ -213,7 +213,7 @@ int runLaunch(int argc, char** argv) {
   settings.controlBind = options.controlBind == "none" ? "" : options.controlBind;
   settings.controlPort = options.controlPort;
   if (const char* slots = std::getenv("OMPI_UNIVERSE_SIZE")) settings.slots = std::atoi(slots);
-  if (const char* over = std::getenv("OMPI_MCA_rmaps_base_oversubscribe")) settings.oversubscribe = std::atoi(over) != 0;
+  settings.oversubscribe = comm::jobMayOversubscribe();
   settings.startedWithTheJob = membership.host->size();
   settings.joinTimeoutSeconds = options.joinTimeoutSeconds;
   settings.offer = offer;

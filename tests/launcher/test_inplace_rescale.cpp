@@ -155,7 +155,7 @@ TEST_F(InplaceRescale, BadRequestsAFailedGrowAWrongKeyAndAFloodLeaveTheJobAsItWa
   // Three slots and no oversubscription: a grow past them must be refused before it reaches
   // mpirun.
   BackgroundJob job(2, jobFlags() + " --output-dir " + out, dir,
-                    "env OMPI_MCA_rmaps_base_oversubscribe=0 " + std::string(TL_MPIEXEC) + " --host localhost:3 -np 2 ");
+                    "env -u PRTE_MCA_rmaps_default_mapping_policy OMPI_MCA_rmaps_base_oversubscribe=0 " + std::string(TL_MPIEXEC) + " --host localhost:3 -np 2 ");
   ASSERT_TRUE(job.waitForControl(out)) << job.log();
   struct Case {
     std::string command;

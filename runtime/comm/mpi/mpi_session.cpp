@@ -68,6 +68,24 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   TL_CHECK(!initialized && !gSessionAlive.load(),
            "MPI is already initialised: create one tl::comm::MpiSession per process, before any "
            "other use of MPI");
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
+  // Open MPI 5 does not know on which host a process started by MPI_Comm_spawn runs ("host:
+  // unknown"), so parent and child never use the shared-memory BTL and talk over TCP even on
+  // one host; there the default "netlink" reachability finds that the route from a host's own
+  // address to itself leaves through lo, not through the interface that holds it (eth0), calls
+  // every pair of interfaces unreachable ("Unable to find reachable pairing between local and
+  // remote interfaces") and the first MPI_Send to the spawned process fails with
+  // MPI_ERR_INTERN. The "weighted" component pairs interfaces by their networks (same host or
+  // not) and has both work. Set for parent and child alike, since both sides pair interfaces;
+  // whoever sets OMPI_MCA_reachable keeps their choice. Open MPI 4 is left as it was.
+  setenv("OMPI_MCA_reachable", "weighted", /*overwrite=*/0);
+  // Open MPI 5 selects the hierarchical "han" collectives by default (4.1 did not). On the
+  // communicator a grow merges with a spawned process, han is chosen on some ranks and not on
+  // others (the spawned process's locality is unknown to some of them), so the first collective
+  // there (the roll call's MPI_Allgather) runs two different algorithms and never ends. Without
+  // han every rank uses "tuned", as on Open MPI 4.1. A user's own OMPI_MCA_coll is kept.
+  setenv("OMPI_MCA_coll", "^han", /*overwrite=*/0);
+#endif
   int provided = MPI_THREAD_SINGLE;
   // MPI_THREAD_MULTIPLE so that a job's lead can start processes (MPI_Comm_spawn) on a helper
   // thread while it trains; communicators themselves stay on this thread.

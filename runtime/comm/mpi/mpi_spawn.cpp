@@ -1,6 +1,11 @@
 #include "runtime/comm/mpi/mpi_spawn.h"
 
+#include <cstdlib>
 #include <cstring>
+
+#if TL_HAVE_PMIX
+#include <pmix.h>
+#endif
 
 #include "common/check.h"
 #include "runtime/comm/mpi/mpi_detail.h"
@@ -66,6 +71,14 @@ std::unique_ptr<SpawnedProcess> SpawnedProcess::start(const std::string& program
     TL_MPI_CHECK(MPI_Info_create(&info));
     TL_MPI_CHECK(MPI_Info_set(info, "host", host.c_str()));
   }
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
+  // PRRTE binds a spawned process to a core of its own by default and refuses the spawn when
+  // the job's slots outnumber the cores ("binding processes to more cpus than are available";
+  // e.g. --host localhost:3 on 2 cores), which Open MPI 4.1 did not. Unbound, like the job's
+  // runs with --bind-to none.
+  if (info == MPI_INFO_NULL) TL_MPI_CHECK(MPI_Info_create(&info));
+  TL_MPI_CHECK(MPI_Info_set(info, "bind_to", "none"));
+#endif
   auto handle = std::make_unique<Handle>();
   int startError = MPI_SUCCESS;
   const int rc = MPI_Comm_spawn(program.c_str(), argv.data(), 1, info, 0, self, &handle->inter, &startError);
@@ -144,6 +157,35 @@ std::unique_ptr<Communicator> joinLead(ParentLink& lead) {
   MPI_Comm_free(&inter);
   MPI_Comm_free(&bridge);
   return detail::adoptMpiCommunicator(merged);
+}
+
+bool jobMayOversubscribe() {
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
+#if TL_HAVE_PMIX
+  // Open MPI has initialised PMIx already: this only counts one more user of it.
+  pmix_proc_t me;
+  if (PMIx_Init(&me, nullptr, 0) != PMIX_SUCCESS) return true;
+  pmix_proc_t job;
+  PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
+  bool may = true;  // not said: leave it to mpirun
+  pmix_value_t* value = nullptr;
+  if (PMIx_Get(&job, PMIX_MAPBY, nullptr, 0, &value) == PMIX_SUCCESS && value != nullptr) {
+    if (value->type == PMIX_STRING && value->data.string != nullptr) {
+      // "BYCORE:OVERSUBSCRIBE" or "BYCORE:NOOVERSUBSCRIBE"
+      const std::string policy = value->data.string;
+      may = policy.find(":OVERSUBSCRIBE") != std::string::npos;
+    }
+    PMIX_VALUE_RELEASE(value);
+  }
+  PMIx_Finalize(nullptr, 0);
+  return may;
+#else
+  return true;
+#endif
+#else
+  const char* over = std::getenv("OMPI_MCA_rmaps_base_oversubscribe");
+  return over != nullptr && std::atoi(over) != 0;
+#endif
 }
 
 }  // namespace tl::comm

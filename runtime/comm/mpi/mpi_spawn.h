@@ -77,4 +77,13 @@ std::unique_ptr<Communicator> admitProcess(Communicator& members, SpawnedProcess
 // The started process's side of admitProcess.
 std::unique_ptr<Communicator> joinLead(ParentLink& lead);
 
+// Whether mpirun lets this job run more processes than it has slots (--oversubscribe), so that a
+// grow past the slots may start. Open MPI 4 tells its processes in the environment
+// (OMPI_MCA_rmaps_base_oversubscribe); Open MPI 5's PRRTE ignores that variable and says so only
+// in PMIx's mapping policy (":OVERSUBSCRIBE" from --oversubscribe, --map-by :OVERSUBSCRIBE or
+// PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe), which spawned jobs inherit. Without
+// PMIx on Open MPI 5: true (nothing is refused early; PRRTE itself refuses a spawn past the
+// slots with an error, where Open MPI 4.1's mpirun hung). After MPI is initialised.
+bool jobMayOversubscribe();
+
 }  // namespace tl::comm
