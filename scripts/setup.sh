@@ -10,11 +10,12 @@ cd "$(dirname "$0")/.."
 source scripts/lib/debian.sh
 tl_debian_release setup  # TL_RELEASE: 12 or 13 (scripts/lib/debian.sh: overrides)
 
-# One table per release. The names are the same in both today; what they bring differs.
-PACKAGES_12=(
+# One table per release: what both share, then each release's own lines. The names are the same
+# in 12 and 13 today; what they bring differs (libtorch 1.13 / 2.6, Open MPI 4.1 / 5.0).
+PACKAGES_SHARED=(
   build-essential cmake ninja-build ccache pkg-config
-  libtorch-dev                       # libtorch 1.13 (C++ API)
-  libopenmpi-dev openmpi-bin         # MPI communicator and mpirun (Open MPI 4.1)
+  libtorch-dev                       # libtorch (C++ API)
+  libopenmpi-dev openmpi-bin         # MPI communicator and mpirun
   libboost-fiber-dev libboost-context-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev googletest
@@ -26,21 +27,8 @@ PACKAGES_12=(
   python3 python3-torch              # only for tests that check files against PyTorch itself
   iproute2                           # ip netns: the namespace cluster of the `cluster` tests
 )
-PACKAGES_13=(
-  build-essential cmake ninja-build ccache pkg-config
-  libtorch-dev                       # libtorch 2.6 (C++ API)
-  libopenmpi-dev openmpi-bin         # MPI communicator and mpirun (Open MPI 5.0)
-  libboost-fiber-dev libboost-context-dev
-  libspdlog-dev libfmt-dev nlohmann-json3-dev
-  libgtest-dev libgmock-dev googletest
-  zlib1g-dev libjpeg62-turbo-dev
-  libcli11-dev                       # command lines of tl-submit, tl-profile, tl-coordinator, tl-data
-  libssl-dev                         # libcrypto: SHA-256, HMAC
-  libcairo2-dev                      # tl-profile's PNG plots
-  dataset-fashion-mnist              # real Fashion-MNIST under /usr/share/datasets/fashion-mnist
-  python3 python3-torch              # only for tests that check files against PyTorch itself
-  iproute2                           # ip netns: the namespace cluster of the `cluster` tests
-)
+PACKAGES_12=("${PACKAGES_SHARED[@]}")   # libtorch 1.13, Open MPI 4.1
+PACKAGES_13=("${PACKAGES_SHARED[@]}")   # libtorch 2.6, Open MPI 5.0 (libpmix-dev comes with it)
 declare -n PACKAGES="PACKAGES_$TL_RELEASE"
 tl_install_missing setup "${PACKAGES[@]}"
 
