@@ -63,9 +63,12 @@ TEST(CacheSplitE2E, TheCoordinatorMovesCacheMemoryBetweenRealJobs) {
   };
   // Small files on a slow stand-in device (3000 images/s, ~10 s): compute-bound, insensitive to
   // memory. Large files on a fast one: loader-bound, and a miss costs a worker several times its
-  // decode, so cache memory is worth most there.
+  // decode, so cache memory is worth most there. The large job's length is set by the loader,
+  // that is by the machine: 600 steps lasted 3.5 s on a fast one, before the coordinator had
+  // measured both jobs (about 4 s after they joined), and nothing moved. 2400 steps keep it
+  // running past the small job's end there (~14 s) and are ~40 s where the loader is 3x slower.
   const std::string script = job(small, outSmall, "--steps 900 --device sim:3000") + " & a=$!; " +
-                             job(large, outLarge, "--steps 600 --device sim:20000") +
+                             job(large, outLarge, "--steps 2400 --device sim:20000") +
                              " & b=$!; wait $a; ra=$?; wait $b; rb=$?; exit $((ra | rb))";
   auto r = runCommand("sh -c '" + script + "'", 240, outSmall);
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
