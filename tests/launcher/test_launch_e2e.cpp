@@ -62,9 +62,11 @@ class LaunchE2E : public ::testing::Test {
   }
 
   // Runs tl-launch on the synthetic data with `np` processes; `extra` appended to the flags.
+  // `env`: a prefix such as "env TL_TEST_UPDATE_DELAY_MS=40 " (timing only).
   CommandResult launch(int np, const std::string& outDir, const std::string& extra,
-                       const std::string& model = "--model cnn", int timeout = 240) {
-    std::string cmd = mpirun(np) + TL_LAUNCH_BIN + " --dataset cifar10 --data-dir " + gDataDir + " " +
+                       const std::string& model = "--model cnn", int timeout = 240,
+                       const std::string& env = "") {
+    std::string cmd = env + mpirun(np) + TL_LAUNCH_BIN + " --dataset cifar10 --data-dir " + gDataDir + " " +
                       model + " --batch 16 --lr 0.05 --momentum 0.9 --log-every 0 --output-dir " +
                       outDir + " " + extra;
     return runCommand(cmd, timeout, outDir);
@@ -129,7 +131,11 @@ TEST_F(LaunchE2E, CoordinatorResizingTheLoaderPoolChangesNoBit) {
   // The coordinator trusts only a private run folder, whatever the umask made it.
   std::filesystem::permissions(runDir, std::filesystem::perms::owner_all);
   ASSERT_EQ(launch(2, fixed, "--steps 80 --seed 5 --workers 2").exitCode, 0);
-  auto r = launch(2, tuned, "--steps 80 --seed 5 --workers auto --coordinator-dir " + runDir);
+  // Each update held 40 ms (TL_TEST_UPDATE_DELAY_MS: timing only, the bits do not change), so
+  // that the job lasts over 3 s on any machine: on a fast one its 80 steps took under a second
+  // and ended before the coordinator's first resize.
+  auto r = launch(2, tuned, "--steps 80 --seed 5 --workers auto --coordinator-dir " + runDir,
+                  "--model cnn", 240, "env TL_TEST_UPDATE_DELAY_MS=40 ");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   auto s = summary(tuned);
   EXPECT_TRUE(s["loader"]["auto"].get<bool>());
