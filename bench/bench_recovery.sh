@@ -6,7 +6,8 @@
 #   bench/bench_recovery.sh [BUILD_DIR]   (env: STEPS=64 EVERY=50 KILL_AT=60 BATCH=4 MODEL=resnet18
 #                                          ROUNDS=3 OSTEPS=40 OBATCH=8 ONP=2 DEVICE=)
 # DEVICE: tl-launch's --device for every run (unset: its default, the CPU); with cuda the
-# processes share the GPU through --gpu-comm mpi (the default). ROUNDS=0 skips the healthy runs.
+# processes share the GPU through --gpu-comm mpi (tl-launch's default, nccl, needs a GPU per
+# process). ROUNDS=0 skips the healthy runs.
 #
 # First, what being recoverable costs while healthy: the same job under mpirun alone and under
 # tl-run, in ROUNDS alternating rounds: the median step time of each, their ratio with a 95 %
@@ -33,6 +34,7 @@ WORK=$(mktemp -d /tmp/bench_recovery.XXXXXX)
 "$BIN/tl-data" synth --out "$WORK/data" --train 512 --test 32 --seed 1 >/dev/null
 DEVFLAG=""
 [ -z "${DEVICE:-}" ] || DEVFLAG="--device $DEVICE"
+[ "${DEVICE:-}" != cuda ] || DEVFLAG="$DEVFLAG --gpu-comm mpi"
 JOB="$DEVFLAG --dataset cifar10 --data-dir $WORK/data --model $MODEL --logical-workers 4 --batch $BATCH --seed 3 --log-every 0 --steps $STEPS --checkpoint-every $EVERY"
 
 last_step() { python3 - "$1" <<'PY'

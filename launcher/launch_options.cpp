@@ -111,6 +111,13 @@ ProcessJob jobForProcess(const LaunchOptions& options, int processes, int localR
                                  : est::Placement::explicitCounts(options.placement, job.logicalWorkers, processes);
   if (job.device.isCuda() && options.gpuComm == "mpi")
     job.deviceIndex %= std::max<int>(1, int(torch::cuda::device_count()));
+  if (job.device.isCuda() && options.gpuComm == "nccl" && torch::cuda::is_available() &&
+      job.deviceIndex >= int(torch::cuda::device_count())) {
+    inputError("--device cuda with --gpu-comm nccl (the default) gives each process on a host its own GPU: local "
+               "rank ", job.deviceIndex, " has none, only ", torch::cuda::device_count(),
+               " are visible (run at most that many processes per host, or let them share the GPUs with "
+               "--gpu-comm mpi)");
+  }
   train::resolveDevice(job);
   TL_REQUIRE(!job.device.isCuda() || options.gpuComm != "nccl" || comm::ncclAvailable(),
              "--device cuda: this tl was built without NCCL (configure with -DTL_WITH_NCCL=ON, "
