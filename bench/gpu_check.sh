@@ -19,8 +19,9 @@
 #   f inplace    in-place shrink and grow with processes sharing the GPU (gpu_consistency.sh
 #                "inplace", --gpu-comm mpi)
 #   g recovery   a SIGKILLed rank under tl-run (bench/bench_recovery.sh, DEVICE=...)
-# Output in OUT_DIR: gpu_check.json (every stage's status, seconds and figures; rewritten after
-# each stage), logs/*.log (build.log whole), MANIFEST.txt of the bundle.
+# Output in OUT_DIR, three files (the GPU machine returns at most 8): gpu_check.json (every stage's
+# status, seconds and figures; rewritten after each stage), logs.tar.gz (logs/NAME.log of every
+# stage, build.log whole; repacked after each stage) and MANIFEST.txt of the bundle.
 #
 # Environment:
 #   TL_GPU_CHECK_DEVICE  cuda (default) or cpu (the rehearsal on a machine without a GPU)
@@ -55,14 +56,20 @@ STAGES=" ${TL_GPU_CHECK_STAGES:-a b c d e f g} "
 JOBS=$(nproc)
 CAP_SCALE=${TL_GPU_CHECK_CAP_SCALE:-1}
 [[ "$CAP_SCALE" =~ ^[1-9][0-9]*$ ]] || { echo "gpu_check.sh: TL_GPU_CHECK_CAP_SCALE must be a whole number >= 1 (got '$CAP_SCALE')" >&2; exit 2; }
-LOGS="$OUTDIR/logs"
-META="$OUTDIR/stages"
-rm -rf "$LOGS" "$META" "$OUTDIR/gpu_check.json"
-mkdir -p "$LOGS" "$META"
 export TMPDIR="${TMPDIR:-/tmp}"
+# The stages' records and logs live outside OUT_DIR (which returns few files); the report packs them.
+WORKDIR=$(mktemp -d "$TMPDIR/tl-gpu-check.XXXXXX") || { echo "gpu_check.sh: cannot create a work folder in '$TMPDIR'" >&2; exit 2; }
+LOGS="$WORKDIR/logs"
+META="$WORKDIR/stages"
+rm -rf "$OUTDIR/logs" "$OUTDIR/stages" "$OUTDIR/gpu_check.json" "$OUTDIR/logs.tar.gz"
+mkdir -p "$LOGS" "$META"
 export TL_GPU_CHECK_DEVICE=$DEVICE TL_GPU_CHECK_OUT=$OUTDIR TL_GPU_CHECK_BUDGET_S=$BUDGET TL_GPU_CHECK_T0=$T_START
 
-report() { python3 "$SRC/bench/gpu_check_report.py" "$OUTDIR" || echo "gpu_check.sh: the report failed (see above)" >&2; }
+report() {
+  python3 "$SRC/bench/gpu_check_report.py" "$OUTDIR" "$WORKDIR" || echo "gpu_check.sh: the report failed (see above)" >&2
+  tar -czf "$OUTDIR/logs.tar.gz.tmp" -C "$WORKDIR" logs && mv -f "$OUTDIR/logs.tar.gz.tmp" "$OUTDIR/logs.tar.gz" ||
+    echo "gpu_check.sh: could not pack the logs into $OUTDIR/logs.tar.gz" >&2
+}
 
 # stage_meta NAME STATUS SECONDS LIMIT RC REASON: one stage's record for the report.
 stage_meta() {
@@ -322,7 +329,14 @@ stage_b() {
 }
 # d: bench_own_model (tl-launch --model-file vs PyTorch on the same .pt), ResNet-18 and GPT.
 # PyTorch is the python3 on PATH (pip's on the GPU machine), on the same device.
-stage_d() { TL_BENCH_PYTHON=$(command -v python3) "$BUILD/bench/bench_own_model" --quick --models resnet18,gpt --device "$TL_GPU_CHECK_DEVICE"; }
+# On a GPU 8 timed steps after 4 warm-up ones (a step there takes milliseconds); the CPU rehearsal
+# keeps --quick.
+stage_d() {
+  local steps="--quick"
+  [ "$TL_GPU_CHECK_DEVICE" != cuda ] || steps="--rounds 1 --steps 8 --warmup 4"
+  # shellcheck disable=SC2086
+  TL_BENCH_PYTHON=$(command -v python3) "$BUILD/bench/bench_own_model" $steps --models resnet18,gpt --device "$TL_GPU_CHECK_DEVICE"
+}
 # e: the context-switch overhead on the device, and the exact reduction's share of a ResNet-18
 # step (batch 32, 4 ESTs on one process) from tl-launch's epoch records: comm_s / total_s,
 # against the fp32 reduction's.

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""gpu_check.json from the stages bench/gpu_check.sh ran: OUT/stages/*.json (status, seconds) and
-OUT/logs/NAME.log (each stage's output, parsed here for its figures).
+"""gpu_check.json from the stages bench/gpu_check.sh ran: WORK/stages/*.json (status, seconds) and
+WORK/logs/NAME.log (each stage's output, parsed here for its figures), written to OUT.
+
+    gpu_check_report.py OUT WORK
 
     bench/gpu_check_report.py OUT_DIR
 
@@ -20,7 +22,7 @@ TITLES = {
     "a": "consistency matrix (gpu_consistency.sh matrix): one params_sha256 across placements and rescales",
     "b": "NCCL with one process: ResNet-18, 4 ESTs, --gpu-comm nccl vs mpi",
     "c": "--overlap on/off, exact and fp32: the same bits (gpu_consistency.sh overlap)",
-    "d": "ResNet-18 (batch 32) and GPT step: tl vs PyTorch on the same .pt (bench_own_model --quick)",
+    "d": "ResNet-18 (batch 32) and GPT step: tl vs PyTorch on the same .pt (bench_own_model; 8 steps on a GPU)",
     "e": "EST context-switch overhead (bench_context_switch) and the exact reduction's share of a ResNet-18 step",
     "f": "in-place shrink and grow, processes sharing the device (gpu_consistency.sh inplace, --gpu-comm mpi)",
     "g": "SIGKILL recovery under tl-run vs cold restart (bench_recovery.sh)",
@@ -139,23 +141,23 @@ def figures(name, log, meta):
 
 
 def main():
-    out = sys.argv[1]
-    order = read(os.path.join(out, "stages", "order")).split()
+    out, work = sys.argv[1], sys.argv[2]
+    order = read(os.path.join(work, "stages", "order")).split()
     t0 = float(os.environ.get("TL_GPU_CHECK_T0", time.time()))
     stages = {}
     for name in order:
         try:
-            meta = json.load(open(os.path.join(out, "stages", name + ".json")))
+            meta = json.load(open(os.path.join(work, "stages", name + ".json")))
         except (OSError, ValueError):
             continue
-        log = read(os.path.join(out, "logs", name + ".log"))
+        log = read(os.path.join(work, "logs", name + ".log"))
         entry = {"what": TITLES.get(name, name), "status": meta["status"], "seconds": meta["seconds"],
                  "limit_s": meta["limit_s"]}
         if meta.get("reason"):
             entry["reason"] = meta["reason"]
         if meta["status"] != "skipped":
             entry["rc"] = meta["rc"]
-            entry["log"] = "logs/%s.log" % name
+            entry["log"] = "logs/%s.log in logs.tar.gz" % name
             try:
                 entry["figures"] = figures(name, log, meta)
             except Exception as e:  # a figure that cannot be read must not hide the others
