@@ -32,14 +32,22 @@
 // allreduce path, whose collective then has nothing to move.
 // Every decision depends on global values only, so all processes take the same branch.
 //
-// Memory: one int64 per parameter element, whatever the number of local contributions.
+// On a GPU (any device but the CPU) the batched path of fixed_point.h quantises a whole bucket
+// at a time and keeps the maxima on the device; the host reads them once a step, for the
+// maxima's collective. A non-finite gradient is then reported by every process after that
+// collective instead of by the process that met it.
+//
+// Memory: one int64 per parameter element, whatever the number of local contributions (and on
+// a device one float32 for the means).
 // Threading: used from the training thread only, like the communicator.
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "common/check.h"
+#include "runtime/foreach.h"
 #include "runtime/reduce/bucket_launches.h"
 #include "runtime/reduce/exact_reducer_state.h"
 #include "runtime/reduce/fixed_point.h"
@@ -51,9 +59,10 @@ namespace {
 // Integer sums of several parameters back to back, reduced with one collective.
 struct ExactBucket {
   at::Tensor sums;               // int64
-  at::Tensor means;              // float32, as long as `sums` (reduce-scatter path only)
+  at::Tensor means;              // float32, as long as `sums` (reduce-scatter or batched path)
   std::vector<size_t> members;   // parameter indices
   std::vector<int64_t> offsets;  // element offset of each member in `sums`
+  size_t firstMember = 0;        // index of members[0] in the reducer's member order
 };
 
 struct Slot {
@@ -69,12 +78,15 @@ bool rawCpuFloat(const at::Tensor& t) {
   return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
 }
 
+
 class ExactReducer final : public GradientReducer {
  public:
   ExactReducer(comm::Communicator& comm, const std::vector<at::Tensor>& params,
-               std::vector<std::string> names, int64_t bucketBytes, ExactCollectives collectives)
+               std::vector<std::string> names, int64_t bucketBytes, ExactCollectives collectives,
+               ExactKernels kernels)
       : comm_(comm), names_(std::move(names)),
-        segmented_(collectives == ExactCollectives::ReduceScatter && comm.size() > 1) {
+        segmented_(collectives == ExactCollectives::ReduceScatter && comm.size() > 1),
+        batched_(kernels == ExactKernels::Batched || (!params.empty() && !params[0].device().is_cpu())) {
     TL_CHECK(!params.empty(), "no parameters to reduce");
     TL_CHECK_EQ(names_.size(), params.size(), "one name per parameter");
     for (size_t t = 0; t < params.size(); ++t) {
@@ -87,6 +99,12 @@ class ExactReducer final : public GradientReducer {
     localMaxBits_.assign(params.size(), 0);
     slots_.resize(params.size());
     buildBuckets(params, bucketBytes);
+    if (batched_) {
+      maxBitsOnDevice_ = at::zeros({int64_t(params.size())}, params[0].options().dtype(at::kInt));
+      for (const ExactBucket& b : buckets_) {
+        for (size_t m = 0; m < b.members.size(); ++m) memberPosition_[b.members[m]] = b.firstMember + m;
+      }
+    }
     std::vector<size_t> bucketOf;
     for (const Slot& s : slots_) bucketOf.push_back(s.bucket);
     launches_ =
@@ -104,13 +122,18 @@ class ExactReducer final : public GradientReducer {
   void beginStep() override {
     contributions_ = 0;
     std::fill(localMaxBits_.begin(), localMaxBits_.end(), 0u);
+    if (batched_) maxBitsOnDevice_.zero_();
     launches_->reset();
   }
 
   void addContribution(const std::vector<at::Tensor>& grads) override {
     TL_CHECK_EQ(grads.size(), shapes_.size(), "gradient count differs from parameter count");
-    for (size_t t = 0; t < grads.size(); ++t) {
-      if (!launches_->streamed(t)) quantise(t, grads[t]);
+    if (batched_) {
+      for (size_t index = 0; index < buckets_.size(); ++index) quantiseBucket(index, grads);
+    } else {
+      for (size_t t = 0; t < grads.size(); ++t) {
+        if (!launches_->streamed(t)) quantise(t, grads[t]);
+      }
     }
     ++contributions_;
     if (launches_->streaming()) launches_->endStream();
@@ -148,6 +171,13 @@ class ExactReducer final : public GradientReducer {
     at::Tensor maximaPayload = startAgreeingOnMaxima(maxima);
     if (!segmented_) launches_->waitAll();
     const std::vector<double> globalMax = agreeOnMaxima(maximaPayload, *maxima);
+    for (size_t t = 0; t < shapes_.size(); ++t) {
+      if (!std::isfinite(globalMax[t])) {  // a process of the batched path met it
+        launches_->waitAll();  // a sum abandoned unfinished would fail the communicator
+        throw Error(str("non-finite gradient (", std::isnan(globalMax[t]) ? "NaN" : "Inf",
+                        ") in parameter '", names_[t], "'"));
+      }
+    }
 
     bool replay = !state_.scalesKnown;
     for (size_t t = 0; t < shapes_.size() && !replay; ++t) {
@@ -167,11 +197,21 @@ class ExactReducer final : public GradientReducer {
     consecutiveReplays_ = 0;
 
     if (segmented_) {
-      meansFromSegments(out, totalContributions);
+      meansFromSegments(out, globalMax, totalContributions);
       rescale(globalMax, totalContributions);
       return true;
     }
     for (auto& b : buckets_) {
+      if (batched_) {
+        meansOfBucket(b, 0, b.sums.numel(), globalMax, totalContributions);
+        std::vector<at::Tensor> dst, src;
+        for (size_t m = 0; m < b.members.size(); ++m) {
+          dst.push_back(out[b.members[m]]);
+          src.push_back(b.means.narrow(0, b.offsets[m], dst.back().numel()).view(dst.back().sizes()));
+        }
+        copyEach(dst, src);
+        continue;
+      }
       for (size_t m = 0; m < b.members.size(); ++m) {
         const size_t t = b.members[m];
         at::Tensor& dst = out[t];
@@ -204,13 +244,16 @@ class ExactReducer final : public GradientReducer {
     const int64_t limit = std::max<int64_t>(1, bucketBytes / int64_t(sizeof(int64_t)));
     ExactBucket current;
     int64_t currentElems = 0;
+    size_t memberCount = 0;
     auto close = [&] {
       if (current.members.empty()) return;
       const at::Tensor& first = params[current.members[0]];
       current.sums = at::zeros({currentElems}, first.options().dtype(at::kLong));
-      if (segmented_) current.means = at::zeros({currentElems}, first.options().dtype(at::kFloat));
+      if (segmented_ || batched_) current.means = at::zeros({currentElems}, first.options().dtype(at::kFloat));
+      memberCount += current.members.size();
       buckets_.push_back(std::move(current));
       current = ExactBucket{};
+      current.firstMember = memberCount;
       currentElems = 0;
     };
     for (size_t k = params.size(); k-- > 0;) {
@@ -226,18 +269,66 @@ class ExactReducer final : public GradientReducer {
     close();
   }
 
-  // Tensor t of the current contribution into its bucket; its max |g| into this step's maxima.
-  void quantise(size_t t, const at::Tensor& g) {
+  fixed::Accumulate accumulateMode() const {
     using fixed::Accumulate;
-    const Accumulate mode = !state_.scalesKnown        ? Accumulate::MaxOnly
-                            : contributions_ == 0 ? Accumulate::Store
-                                                  : Accumulate::Add;
+    return !state_.scalesKnown ? Accumulate::MaxOnly : contributions_ == 0 ? Accumulate::Store : Accumulate::Add;
+  }
+
+  void checkGradient(size_t t, const at::Tensor& g, const at::Tensor& acc) const {
     TL_CHECK(g.sizes() == at::IntArrayRef(shapes_[t]), "gradient of '", names_[t], "' has shape ",
              g.sizes(), ", the parameter ", at::IntArrayRef(shapes_[t]));
     TL_CHECK_EQ(g.scalar_type(), at::kFloat, "gradient of '", names_[t], "'");
-    at::Tensor acc = accumulator(t);
     TL_CHECK(g.device() == acc.device(), "gradient of '", names_[t], "' is on ", g.device(),
              ", the parameter on ", acc.device());
+  }
+
+  // The batched path: bucket `index`'s tensors of the current contribution (those not streamed
+  // already), all in one call when the whole bucket is there. Its maxima stay on the device.
+  void quantiseBucket(size_t index, const std::vector<at::Tensor>& grads) {
+    const ExactBucket& b = buckets_[index];
+    std::vector<size_t> present;
+    for (size_t m = 0; m < b.members.size(); ++m) {
+      if (!launches_->streamed(b.members[m])) present.push_back(m);
+    }
+    if (present.size() < b.members.size()) {
+      for (size_t m : present) quantiseOnDevice(b.members[m], grads[b.members[m]]);
+      return;
+    }
+    std::vector<at::Tensor> members;
+    std::vector<int> exponents;
+    for (size_t m = 0; m < b.members.size(); ++m) {
+      const size_t t = b.members[m];
+      checkGradient(t, grads[t], b.sums);
+      if (grads[t].numel() == 0) {  // nothing to add; quantiseMany takes no empty tensors
+        for (size_t k : present) quantiseOnDevice(b.members[k], grads[b.members[k]]);
+        return;
+      }
+      members.push_back(grads[t]);
+      exponents.push_back(state_.exponents[t]);
+    }
+    fixed::quantiseMany(members, b.sums, exponents, accumulateMode(),
+                        maxBitsOnDevice_.narrow(0, int64_t(b.firstMember), int64_t(b.members.size())));
+  }
+
+  // One tensor by the batched path (streamed, or a bucket seen in part).
+  void quantiseOnDevice(size_t t, const at::Tensor& g) {
+    at::Tensor acc = accumulator(t);
+    checkGradient(t, g, acc);
+    if (g.numel() == 0) return;
+    fixed::quantiseMany({g}, acc, {state_.exponents[t]}, accumulateMode(),
+                        maxBitsOnDevice_.narrow(0, int64_t(memberPosition_.at(t)), 1));
+  }
+
+  // Tensor t of the current contribution into its bucket; its max |g| into this step's maxima.
+  void quantise(size_t t, const at::Tensor& g) {
+    using fixed::Accumulate;
+    if (batched_) {
+      quantiseOnDevice(t, g);
+      return;
+    }
+    const Accumulate mode = accumulateMode();
+    at::Tensor acc = accumulator(t);
+    checkGradient(t, g, acc);
     const uint32_t maxBits =
         rawCpuFloat(g) ? fixed::quantise(g.data_ptr<float>(), acc.data_ptr<int64_t>(), g.numel(),
                                          state_.exponents[t], mode)
@@ -261,10 +352,17 @@ class ExactReducer final : public GradientReducer {
   // Started here, finished by agreeOnMaxima.
   at::Tensor startAgreeingOnMaxima(std::unique_ptr<comm::PendingCollective>& pending) {
     const size_t count = shapes_.size();
+    if (batched_) {  // the host's one wait for the device in a step
+      const at::Tensor onHost = maxBitsOnDevice_.cpu();
+      const int32_t* bits = onHost.data_ptr<int32_t>();
+      for (size_t t = 0; t < count; ++t) localMaxBits_[t] = uint32_t(bits[memberPosition_.at(t)]);
+    }
     at::Tensor payload = at::empty({int64_t(3 * count + 2)}, at::kDouble);
     double* p = payload.data_ptr<double>();
     for (size_t t = 0; t < count; ++t) {
-      p[t] = double(fixed::magnitudeFromBits(localMaxBits_[t]));
+      // As bits (exact in a double), whose order is the magnitudes' with NaN above Inf: the
+      // maximum keeps a NaN, which a maximum of float values might drop.
+      p[t] = double(localMaxBits_[t]);
       p[count + t] = state_.exponents[t];
       p[2 * count + t] = -state_.exponents[t];
     }
@@ -287,7 +385,9 @@ class ExactReducer final : public GradientReducer {
                "for parameter '", names_[t], "' (exponents ", -p[2 * count + t], "..", p[count + t],
                "); their reducer state differs");
     }
-    return std::vector<double>(p, p + count);
+    std::vector<double> maxima(count);
+    for (size_t t = 0; t < count; ++t) maxima[t] = double(fixed::magnitudeFromBits(uint32_t(p[t])));
+    return maxima;
   }
 
   void rescale(const std::vector<double>& globalMax, int64_t totalContributions) {
@@ -306,7 +406,8 @@ class ExactReducer final : public GradientReducer {
   // converts this process's segment into means and starts the means' allgather; then waits
   // for the allgathers and copies the means out. Every process starts the same collectives in
   // the same order.
-  void meansFromSegments(std::vector<at::Tensor>& out, int64_t totalContributions) {
+  void meansFromSegments(std::vector<at::Tensor>& out, const std::vector<double>& globalMax,
+                         int64_t totalContributions) {
     std::vector<std::unique_ptr<comm::PendingCollective>> gathers;
     for (size_t index = 0; index < buckets_.size(); ++index) {
       ExactBucket& b = buckets_[index];
@@ -317,6 +418,7 @@ class ExactReducer final : public GradientReducer {
         const int64_t begin = std::max(mine.offset, b.offsets[m]);
         const int64_t end = std::min(mine.offset + mine.length, b.offsets[m] + out[t].numel());
         if (begin >= end) continue;
+        if (batched_) continue;
         const at::Tensor sums = b.sums.narrow(0, begin, end - begin);
         const at::Tensor means = b.means.narrow(0, begin, end - begin);
         if (sums.device().is_cpu()) {
@@ -326,21 +428,59 @@ class ExactReducer final : public GradientReducer {
           fixed::dequantiseMean(sums, means, totalContributions, state_.exponents[t]);
         }
       }
+      if (batched_) meansOfBucket(b, mine.offset, mine.offset + mine.length, globalMax, totalContributions);
       gathers.push_back(comm_.startAllgatherSegments(b.means));
     }
     for (size_t index = 0; index < buckets_.size(); ++index) {
       gathers[index]->wait();
       const ExactBucket& b = buckets_[index];
+      std::vector<at::Tensor> dst, src;
       for (size_t m = 0; m < b.members.size(); ++m) {
-        at::Tensor& dst = out[b.members[m]];
-        dst.copy_(b.means.narrow(0, b.offsets[m], dst.numel()).view(dst.sizes()));
+        dst.push_back(out[b.members[m]]);
+        src.push_back(b.means.narrow(0, b.offsets[m], dst.back().numel()).view(dst.back().sizes()));
       }
+      copyEach(dst, src);
+    }
+  }
+
+  // The batched path: b.means over elements [begin, end) of the bucket from its sums, in one
+  // call for every member's piece there; a piece whose sums may exceed 2^53 (only near the
+  // range limit) is redone by the exact per-tensor path.
+  void meansOfBucket(ExactBucket& b, int64_t begin, int64_t end, const std::vector<double>& globalMax,
+                     int64_t totalContributions) {
+    std::vector<int64_t> lengths;
+    std::vector<int> exponents;
+    std::vector<std::pair<int64_t, int64_t>> large;  // (offset, length) of pieces to redo
+    int64_t first = -1;
+    for (size_t m = 0; m < b.members.size(); ++m) {
+      const size_t t = b.members[m];
+      const int64_t memberEnd = m + 1 < b.members.size() ? b.offsets[m + 1] : b.sums.numel();
+      const int64_t lo = std::max(begin, b.offsets[m]);
+      const int64_t to = std::min(end, memberEnd);
+      if (lo >= to) continue;
+      if (first < 0) first = lo;
+      lengths.push_back(to - lo);
+      exponents.push_back(state_.exponents[t]);
+      if (!fixed::sumsFitDouble(globalMax[t], state_.exponents[t], totalContributions)) large.emplace_back(lo, to - lo);
+    }
+    if (lengths.empty()) return;
+    int64_t total = 0;
+    for (int64_t n : lengths) total += n;
+    fixed::dequantiseMeanMany(b.sums.narrow(0, first, total), b.means.narrow(0, first, total), lengths,
+                              exponents, totalContributions);
+    for (const auto& [offset, length] : large) {
+      const size_t m = size_t(std::upper_bound(b.offsets.begin(), b.offsets.end(), offset) - b.offsets.begin()) - 1;
+      fixed::dequantiseMean(b.sums.narrow(0, offset, length), b.means.narrow(0, offset, length),
+                            totalContributions, state_.exponents[b.members[m]]);
     }
   }
 
   comm::Communicator& comm_;
   std::vector<std::string> names_;
   const bool segmented_;  // reduce-scatter of the sums, allgather of the means
+  const bool batched_;    // fixed_point.h's batched path (device tensors), maxima on the device
+  at::Tensor maxBitsOnDevice_;                  // int32 per parameter, in member order (batched)
+  std::map<size_t, size_t> memberPosition_;     // parameter index -> position in member order
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<ExactBucket> buckets_;
   std::vector<Slot> slots_;
@@ -359,9 +499,10 @@ std::unique_ptr<GradientReducer> createExactReducer(comm::Communicator& comm,
                                                     const std::vector<at::Tensor>& params,
                                                     std::vector<std::string> paramNames,
                                                     int64_t bucketBytes,
-                                                    ExactCollectives collectives) {
+                                                    ExactCollectives collectives,
+                                                    ExactKernels kernels) {
   return std::make_unique<ExactReducer>(comm, params, std::move(paramNames), bucketBytes,
-                                        collectives);
+                                        collectives, kernels);
 }
 
 }  // namespace tl::reduce

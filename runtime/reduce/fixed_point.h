@@ -66,6 +66,28 @@ void dequantiseMean(const int64_t* sum, float* out, int64_t count, int64_t contr
 // Same for an int64 tensor `sum` (contiguous) and a float32 tensor `out` of the same numel.
 void dequantiseMean(const at::Tensor& sum, const at::Tensor& out, int64_t contributions, int e);
 
+// The batched path for device tensors (fixed_point_batch.cpp): several tensors at once, in a
+// handful of kernels, and never waiting for the device (no value is read back to the host), so
+// that a GPU's queue stays full. Same bits as the functions above.
+//
+// Quantises grads[i] (float32, any shape, same device) into the consecutive pieces of accFlat
+// (contiguous int64, as many elements as the grads together, in order) at scale 2^exponents[i]
+// (within +-kExponentLimit), and raises maxBits[i] (int32, contiguous, one per grad, on the
+// device) to the grad's max |g| as bits when that is larger. With Accumulate::MaxOnly only the
+// maxima change. Empty grads are not allowed.
+void quantiseMany(const std::vector<at::Tensor>& grads, const at::Tensor& accFlat,
+                  const std::vector<int>& exponents, Accumulate mode, const at::Tensor& maxBits);
+// meansFlat = the pieces of sumsFlat (contiguous int64; pieces of `lengths` elements back to
+// back) divided by (contributions · 2^exponents[i]), correctly rounded to float32 (meansFlat
+// contiguous, as long). Exact only for |sum| <= 2^53: pieces where sumsFitDouble() says
+// otherwise must be redone with dequantiseMean().
+void dequantiseMeanMany(const at::Tensor& sumsFlat, const at::Tensor& meansFlat,
+                        const std::vector<int64_t>& lengths, const std::vector<int>& exponents,
+                        int64_t contributions);
+// Whether every sum of `contributions` values of at most maxAbs, quantised at 2^e, has
+// |sum| <= 2^53 (so converts to double exactly).
+bool sumsFitDouble(double maxAbs, int e, int64_t contributions);
+
 // One value, by exact integer arithmetic: the slow path behind dequantiseMean.
 float exactMean(int64_t sum, int64_t contributions, int e);
 

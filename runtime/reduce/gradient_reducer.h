@@ -75,10 +75,14 @@ std::unique_ptr<GradientReducer> createFp32Reducer(comm::Communicator& comm,
 // the means (12 bytes per element moved where an fp32 allreduce moves 8). Allreduce: an int64
 // allreduce of the sums (16 bytes), kept to compare against; both give the same bits.
 enum class ExactCollectives { ReduceScatter, Allreduce };
+// Auto: the raw CPU loops for CPU tensors, the batched device path (fixed_point.h) otherwise.
+// Batched: the batched path whatever the device (tests compare it with the loops on the CPU).
+enum class ExactKernels { Auto, Batched };
 std::unique_ptr<GradientReducer> createExactReducer(
     comm::Communicator& comm, const std::vector<at::Tensor>& params,
     std::vector<std::string> paramNames, int64_t bucketBytes,
-    ExactCollectives collectives = ExactCollectives::ReduceScatter);
+    ExactCollectives collectives = ExactCollectives::ReduceScatter,
+    ExactKernels kernels = ExactKernels::Auto);
 
 // The reducer for reduction mode `mode`. `paramNames` is used by modes that name tensors in
 // their errors.

@@ -147,6 +147,68 @@ TEST(ExactReducer, LocalOrderBucketingAndMemoryLayoutDoNotChangeBits) {
             reference.sha256);
 }
 
+// The batched path that device tensors take (fixed_point.h), run on the CPU: the loops' bits
+// and replays for every bucketing and layout, with the last contribution of each step streamed
+// tensor by tensor in some rounds.
+TEST(ExactReducer, BatchedPathGivesTheLoopsBits) {
+  SingleProcessComm comm;
+  SyntheticJob job;
+  job.workers = 5;
+  const auto reference = testing::runJob(*exactFor(comm, job), job, {0, 1, 2, 3, 4});
+  EXPECT_EQ(reference.replays, SyntheticJob::kExpectedReplays);
+  for (int64_t bucketBytes : {int64_t(1), int64_t(4096), int64_t(25) << 20}) {
+    for (Layout layout : {Layout::Contiguous, Layout::Strided}) {
+      auto batched = createExactReducer(comm, job.params(), job.names(), bucketBytes,
+                                        ExactCollectives::ReduceScatter, ExactKernels::Batched);
+      const auto got = testing::runJob(*batched, job, {4, 2, 0, 3, 1}, layout);
+      EXPECT_EQ(got.sha256, reference.sha256) << "bucket bytes " << bucketBytes;
+      EXPECT_EQ(got.replays, reference.replays) << "bucket bytes " << bucketBytes;
+    }
+  }
+  // Streamed: the last local contribution arrives tensor by tensor, backward's order.
+  auto streamed = createExactReducer(comm, job.params(), job.names(), 4096, ExactCollectives::ReduceScatter,
+                                     ExactKernels::Batched);
+  Sha256 hash;
+  for (int step = 0; step < job.steps; ++step) {
+    std::vector<at::Tensor> out = job.params();
+    for (int attempt = 0;; ++attempt) {
+      ASSERT_LT(attempt, 3);
+      streamed->beginStep();
+      for (int w = 0; w < 4; ++w) streamed->addContribution(job.gradients(step, w));
+      const auto last = job.gradients(step, 4);
+      streamed->streamContribution();
+      for (size_t t = last.size(); t-- > 0;) streamed->addGradient(t, last[t]);
+      streamed->addContribution(last);
+      if (streamed->finish(out, job.workers)) break;
+    }
+    for (const auto& o : out) hash.update(o.data_ptr(), size_t(o.numel()) * sizeof(float));
+  }
+  EXPECT_EQ(hash.hexDigest(), reference.sha256);
+}
+
+// On the batched path the maxima stay on the device until finish: a non-finite gradient is
+// reported there, by every process, naming the parameter.
+TEST(ExactReducer, BatchedPathNamesANonFiniteGradientAtFinish) {
+  SingleProcessComm comm;
+  auto r = createExactReducer(comm, {at::zeros({3}), at::zeros({2, 2})}, {"fc.bias", "layer1.0.conv1.weight"},
+                              1 << 20, ExactCollectives::ReduceScatter, ExactKernels::Batched);
+  for (float bad : {NAN, INFINITY, -INFINITY}) {
+    r->beginStep();
+    at::Tensor g = at::ones({2, 2});
+    g[1][0] = bad;
+    r->addContribution({at::ones({3}), g});
+    std::vector<at::Tensor> out = {at::zeros({3}), at::zeros({2, 2})};
+    try {
+      r->finish(out, 1);
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const Error& e) {
+      const std::string expected = std::string("non-finite gradient (") + (std::isnan(bad) ? "NaN" : "Inf") +
+                                   ") in parameter 'layer1.0.conv1.weight'";
+      EXPECT_EQ(std::string(e.what()), expected);
+    }
+  }
+}
+
 TEST(ExactReducer, StateRoundTripGivesIdenticalLaterSteps) {
   SingleProcessComm comm;
   SyntheticJob first, second;

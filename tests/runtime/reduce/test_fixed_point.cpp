@@ -218,6 +218,84 @@ TEST(FixedPoint, MeanOnAndBesideFloatMidpointsRoundsCorrectly) {
   }
 }
 
+// The batched path (quantiseMany, dequantiseMeanMany: what a GPU runs) against the raw loops,
+// here on CPU tensors: the same integers, maxima and means, at scales that need one float
+// factor, two (e > 126) or a negative one, with ties, subnormals, accumulation over
+// contributions and non-finite values.
+TEST(FixedPoint, BatchedPathGivesTheLoopsBits) {
+  std::mt19937_64 rng(31);
+  const std::vector<int64_t> lengths = {1, 7, 4099, 65537};
+  const std::vector<std::vector<int>> exponentSets = {{10, 40, 120, 0}, {-20, 126, 127, 192}, {-85, 60, 150, 43}};
+  for (const auto& exponents : exponentSets) {
+    int64_t total = 0;
+    for (int64_t n : lengths) total += n;
+    at::Tensor rawAcc = at::zeros({total}, at::kLong), batchedAcc = at::zeros({total}, at::kLong);
+    at::Tensor maxBits = at::zeros({int64_t(lengths.size())}, at::kInt);
+    std::vector<uint32_t> rawMax(lengths.size(), 0);
+    for (int c = 0; c < 3; ++c) {
+      std::vector<at::Tensor> grads;
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        at::Tensor g = at::empty({lengths[i]}, at::kFloat);
+        float* v = g.data_ptr<float>();
+        for (int64_t k = 0; k < lengths[i]; ++k) {
+          const uint64_t r = rng();
+          // Magnitudes around 2^(40 - e): q near the top of its range, down to far below 1.
+          v[k] = float((r & 1 ? -1.0 : 1.0) * std::ldexp(double(r >> 40) + 0.5, 40 - 24 - exponents[i] - int(r % 60)));
+        }
+        v[0] = std::ldexp(2.5f, -exponents[i]);  // a tie: 2.5 -> 2
+        if (lengths[i] > 2) v[1] = std::ldexp(1.0f, -149);  // the smallest subnormal
+        grads.push_back(i == 2 ? g.view({4099, 1}) : g);
+      }
+      const Accumulate mode = c == 0 ? Accumulate::Store : Accumulate::Add;
+      int64_t offset = 0;
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        const at::Tensor g = grads[i].reshape({-1});
+        rawMax[i] = std::max(rawMax[i], quantise(g.data_ptr<float>(), rawAcc.data_ptr<int64_t>() + offset,
+                                                 lengths[i], exponents[i], mode));
+        offset += lengths[i];
+      }
+      quantiseMany(grads, batchedAcc, exponents, mode, maxBits);
+      ASSERT_TRUE(rawAcc.equal(batchedAcc)) << "contribution " << c << ", exponents " << exponents[1];
+      for (size_t i = 0; i < lengths.size(); ++i) EXPECT_EQ(uint32_t(maxBits[int64_t(i)].item<int32_t>()), rawMax[i]);
+    }
+    // The means, for every sum below 2^53 (beyond 2^51 the loops take their slow path).
+    at::Tensor sums = rawAcc.clone();
+    sums[0] = (int64_t(1) << 53) - 1;
+    sums[1] = -(int64_t(1) << 52) - 12345;
+    for (int64_t n : {1, 3, 7, 1 << 20}) {
+      at::Tensor raw = at::empty({total}, at::kFloat), batched = at::empty({total}, at::kFloat);
+      int64_t offset = 0;
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        dequantiseMean(sums.data_ptr<int64_t>() + offset, raw.data_ptr<float>() + offset, lengths[i], n, exponents[i]);
+        offset += lengths[i];
+      }
+      dequantiseMeanMany(sums, batched, lengths, exponents, n);
+      ASSERT_EQ(std::memcmp(raw.data_ptr<float>(), batched.data_ptr<float>(), size_t(total) * sizeof(float)), 0)
+          << "N " << n;
+    }
+  }
+  // MaxOnly leaves the accumulator alone; a non-finite value shows in the maxima as bits.
+  at::Tensor acc = at::full({3}, int64_t(5), at::kLong);
+  at::Tensor maxBits = at::zeros({2}, at::kInt);
+  quantiseMany({at::tensor(std::vector<float>{1.0f, -3.0f}), at::tensor(std::vector<float>{0.5f})}, acc, {0, 0},
+               Accumulate::MaxOnly, maxBits);
+  EXPECT_TRUE(acc.equal(at::full({3}, int64_t(5), at::kLong)));
+  EXPECT_EQ(magnitudeFromBits(uint32_t(maxBits[0].item<int32_t>())), 3.0f);
+  quantiseMany({at::tensor(std::vector<float>{INFINITY, 1.0f}), at::tensor(std::vector<float>{NAN})}, acc, {0, 0},
+               Accumulate::Add, maxBits);
+  EXPECT_EQ(uint32_t(maxBits[0].item<int32_t>()), kInfBits);
+  EXPECT_GT(uint32_t(maxBits[1].item<int32_t>()), kInfBits);
+}
+
+TEST(FixedPoint, SumsFitDoubleBoundsTheConversion) {
+  // N values of at most maxAbs at 2^e sum to at most N · (maxAbs · 2^e + 1/2).
+  EXPECT_TRUE(sumsFitDouble(1.0, 43, 1));
+  EXPECT_TRUE(sumsFitDouble(1.0, 51, 3));
+  EXPECT_FALSE(sumsFitDouble(1.0, 51, 5));
+  EXPECT_FALSE(sumsFitDouble(NAN, 0, 1));
+  EXPECT_TRUE(sumsFitDouble(0.0, 0, 1 << 20));
+}
+
 TEST(FixedPoint, ScaleLeavesHeadroomAndDetectsMisfits) {
   const int e = scaleExponent(3.0, 4);  // 3 · 2^e in [2^42, 2^43)
   EXPECT_EQ(e, 51 - 8 - 2);
