@@ -21,6 +21,7 @@
 #include "est/gradient_handoff.h"
 #include "est/step_backend.h"
 #include "est/step_timers.h"
+#include "runtime/foreach.h"
 
 namespace tl::est {
 namespace {
@@ -34,9 +35,24 @@ std::vector<at::Tensor> cloneAll(const std::vector<at::Tensor>& ts) {
   return out;
 }
 
-void copyInto(std::vector<at::Tensor> dst, const std::vector<at::Tensor>& src) {
+void copyInto(const std::vector<at::Tensor>& dst, const std::vector<at::Tensor>& src) {
   at::NoGradGuard noGrad;
-  for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
+  copyEach(dst, src);
+}
+
+// dst = a copy of src: into dst's own tensors when they match (one launch on a GPU instead of an
+// allocation and a copy per buffer), else fresh clones.
+void keepCopy(std::vector<at::Tensor>& dst, const std::vector<at::Tensor>& src) {
+  bool match = dst.size() == src.size();
+  for (size_t i = 0; i < dst.size() && match; ++i) {
+    match = dst[i].sizes() == src[i].sizes() && dst[i].scalar_type() == src[i].scalar_type() &&
+            dst[i].device() == src[i].device();
+  }
+  if (match) {
+    copyInto(dst, src);
+  } else {
+    dst = cloneAll(src);
+  }
 }
 
 class TrainingBackend;
@@ -87,7 +103,7 @@ class TrainingBackend final : public StepBackend {
 
   bool simulated() const override { return false; }
 
-  void beginStep() override { buffersAtStepStart_ = cloneAll(r_.model->buffers()); }
+  void beginStep() override { keepCopy(buffersAtStepStart_, r_.model->buffers()); }
 
   void beginRound() override {
     r_.reducer->beginStep();
@@ -119,7 +135,7 @@ class TrainingBackend final : public StepBackend {
     const auto returned = Clock::now();
     backwardEnd_ = handoff ? handoff->backwardEnd() : returned;
     computeSeconds += secondsBetween(t0, returned);
-    if (logicalRank == 0) buffersOfRankZero_ = cloneAll(r_.model->buffers());
+    if (logicalRank == 0) keepCopy(buffersOfRankZero_, r_.model->buffers());
     r_.reducer->addContribution(train::gradients(*r_.model));
     return stats;
   }

@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "common/sha256.h"
+#include "runtime/foreach.h"
 #include "runtime/train/model_loss.h"
 
 namespace tl::train {
@@ -15,9 +16,11 @@ BatchStats forwardBackward(models::Model& model, const at::Tensor& images, const
 
 BatchStats forwardBackward(models::Model& model, const at::Tensor& images, const at::Tensor& labels,
                            const std::function<void(const at::Tensor& loss)>& backward) {
+  std::vector<at::Tensor> grads;
   for (auto& p : model.parameters()) {
-    if (p.grad().defined()) p.mutable_grad().zero_();
+    if (p.grad().defined()) grads.push_back(p.mutable_grad());
   }
+  zeroEach(grads);
   ScoredBatch scored = scoreBatch(model, images, labels, /*sum=*/false);
   backward(scored.loss);
   BatchStats s;
