@@ -117,10 +117,12 @@ double tlStepMs(const std::string& root, const std::string& tag, const OwnModel&
   return median(ms);
 }
 
-// PyTorch's step in ms per variant (.pt, plain, eager), each the median over its timed steps.
+// PyTorch's step in ms per variant (.pt, plain, eager, and on a device eager with deterministic
+// kernels, as tl runs them), each the median over its timed steps.
 std::vector<double> torchStepMs(const std::string& dir, const OwnModel& m, int warmup, int steps, bool reversed,
                                 const std::string& env) {
-  const std::string variants = reversed ? "eager,plain,pt" : "pt,plain,eager";
+  std::string variants = reversed ? "eager,plain,pt" : "pt,plain,eager";
+  if (!gDevice.empty()) variants = reversed ? "eagerdet," + variants : variants + ",eagerdet";
   const std::string text =
       captureOrDie(env + python() + " " + script() + " time --model " + m.name + " --file " + dir + "/" + m.name +
                    ".pt --batch " + std::to_string(m.batch) + " --steps " + std::to_string(steps) +
@@ -128,7 +130,8 @@ std::vector<double> torchStepMs(const std::string& dir, const OwnModel& m, int w
                    (gDevice.empty() ? "" : " --device " + gDevice) + " 2>&1");
   const auto j = nlohmann::json::parse(text.substr(text.rfind('{')));
   std::vector<double> out;
-  for (const char* v : {"pt", "plain", "eager"}) out.push_back(median(j[v].get<std::vector<double>>()));
+  for (const char* v : {"pt", "plain", "eager", "eagerdet"})
+    if (j.contains(v)) out.push_back(median(j[v].get<std::vector<double>>()));
   return out;
 }
 
@@ -224,25 +227,30 @@ int main(int argc, char** argv) {
   };
   std::vector<Verdict> verdicts;
   for (const OwnModel& m : models) {
-    // [tl .pt, PyTorch .pt, PyTorch plain, PyTorch eager, tl built-in][round]
-    const size_t configs = m.builtin.empty() ? 2 : 3;  // tl, python (three variants), built-in
-    std::vector<std::vector<double>> ms(5);
+    // [tl .pt, PyTorch .pt, PyTorch plain, PyTorch eager, tl built-in, PyTorch eager deterministic,
+    //  tl .pt --reduction fp32][round]; the last two on a device only
+    // configs: tl, python (its variants), built-in (where there is one), tl fp32 (on a device)
+    const size_t configs = (m.builtin.empty() ? 2 : 3) + (gDevice.empty() ? 0 : 1);
+    std::vector<std::vector<double>> ms(7);
+    const std::string modelFile =
+        "--model-file " + root + "/" + m.name + ".pt" + (m.name == "gpt" ? " --model-returns loss" : "");
     for (int round = 0; round < rounds; ++round) {
       for (size_t c : tl::bench::roundOrder(configs, size_t(round))) {
         const std::string tag = m.name + "_" + std::to_string(c) + "_" + std::to_string(round);
         if (c == 0) {
-          ms[0].push_back(tlStepMs(root, tag, m, "--model-file " + root + "/" + m.name + ".pt" +
-                                                     (m.name == "gpt" ? " --model-returns loss" : ""),
-                                   imageData, tokenData, warmup, steps));
+          ms[0].push_back(tlStepMs(root, tag, m, modelFile, imageData, tokenData, warmup, steps));
         } else if (c == 1) {
           const auto t = torchStepMs(root, m, warmup, steps, round % 2 == 1, torchEnv);
           for (size_t v = 0; v < 3; ++v) ms[1 + v].push_back(t[v]);
+          if (t.size() > 3) ms[5].push_back(t[3]);
+        } else if (c + 1 == configs && !gDevice.empty()) {
+          ms[6].push_back(tlStepMs(root, tag, m, modelFile + " --reduction fp32", imageData, tokenData, warmup, steps));
         } else {
           ms[4].push_back(tlStepMs(root, tag, m, m.builtin, imageData, tokenData, warmup, steps));
         }
       }
       char builtin[48] = "";
-      if (configs == 3) std::snprintf(builtin, sizeof builtin, ", built-in %.1f", ms[4].back());
+      if (!ms[4].empty()) std::snprintf(builtin, sizeof builtin, ", built-in %.1f", ms[4].back());
       std::fprintf(stderr, "round %d %s: tl %.1f ms, PyTorch .pt %.1f, plain %.1f, eager %.1f%s\n", round + 1,
                    m.name.c_str(), ms[0].back(), ms[1].back(), ms[2].back(), ms[3].back(), builtin);
     }
@@ -253,8 +261,9 @@ int main(int argc, char** argv) {
     };
     const char* names[] = {"tl --model-file (TorchScript)", "PyTorch .pt (torch.jit.load, default)",
                            "PyTorch .pt, graph optimisation off", "PyTorch eager nn.Module, same weights",
-                           "tl built-in --model"};
-    for (size_t c = 0; c < 5; ++c) {
+                           "tl built-in --model", "PyTorch eager, deterministic kernels as tl",
+                           "tl --model-file, --reduction fp32"};
+    for (size_t c = 0; c < 7; ++c) {
       if (ms[c].empty()) continue;
       const std::string ratio = c == 0 ? "-" : formatCi(ratioTo(c));
       std::printf("%-9s %-44s %-24s %-22s\n", c == 0 ? m.name.c_str() : "", names[c],
@@ -264,6 +273,7 @@ int main(int argc, char** argv) {
     verdicts.push_back({m.name + ": tl / PyTorch .pt (default)", ratioTo(1).median});
     verdicts.push_back({m.name + ": tl / PyTorch eager nn.Module", ratioTo(3).median});
     if (!ms[4].empty()) verdicts.push_back({m.name + ": scripted / built-in", ratioTo(4).median});
+    if (!ms[5].empty()) verdicts.push_back({m.name + ": tl / PyTorch eager, deterministic", ratioTo(5).median});
   }
   std::printf("\ntargets (issue 28): tl <= 1.05 x PyTorch on the same module; scripted ResNet-18 <= 1.05 x the "
               "built-in\n");

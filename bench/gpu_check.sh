@@ -13,7 +13,8 @@
 #   a matrix     the consistency matrix (bench/gpu_consistency.sh, part "matrix") on the device
 #   b nccl       NCCL with one process: ResNet-18, 4 ESTs, --gpu-comm nccl vs mpi, same bits
 #   c overlap    --overlap on/off, exact and fp32: the same bits (gpu_consistency.sh "overlap")
-#   d own_model  ResNet-18 (batch 32) and the GPT example: tl vs PyTorch eager on the same .pt
+#   d own_model  ResNet-18 (batch 32) and the GPT example: tl vs PyTorch eager on the same .pt;
+#                PyTorch's foreach/fused optimizers against its single-tensor form (optimizer_bits.py)
 #   e overhead   EST context-switch overhead (bench_context_switch --device) and the exact
 #                reduction's share of a ResNet-18 step (tl-launch's epoch records)
 #   f inplace    in-place shrink and grow with processes sharing the GPU (gpu_consistency.sh
@@ -335,7 +336,10 @@ stage_d() {
   local steps="--quick"
   [ "$TL_GPU_CHECK_DEVICE" != cuda ] || steps="--rounds 1 --steps 8 --warmup 4"
   # shellcheck disable=SC2086
-  TL_BENCH_PYTHON=$(command -v python3) "$BUILD/bench/bench_own_model" $steps --models resnet18,gpt --device "$TL_GPU_CHECK_DEVICE"
+  TL_BENCH_PYTHON=$(command -v python3) "$BUILD/bench/bench_own_model" $steps --models resnet18,gpt --device "$TL_GPU_CHECK_DEVICE" || return 1
+  # Whether PyTorch's foreach/fused optimizers (its CUDA default) give its single-tensor form's
+  # bits, which tl's optimizers follow.
+  python3 bench/reference/optimizer_bits.py --device "$TL_GPU_CHECK_DEVICE"
 }
 # e: the context-switch overhead on the device, and the exact reduction's share of a ResNet-18
 # step (batch 32, 4 ESTs on one process) from tl-launch's epoch records: comm_s / total_s,

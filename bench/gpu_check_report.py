@@ -105,6 +105,9 @@ def figures(name, log, meta):
         # "  resnet18: tl / PyTorch eager nn.Module       0.904  met": the ratios against the targets
         f["ratios"] = {m.group(1).strip(): {"ratio": float(m.group(2)), "target_1_05": m.group(3)}
                        for m in re.finditer(r"^  ((?:cnn|resnet18|gpt): [^\n]*?)\s+([0-9.]+)\s+(met|MISSED)\s*$", log, re.M)}
+        m = re.search(r"^OPTIMIZER_BITS (\{.*\})$", log, re.M)
+        if m:
+            f["optimizer_bits"] = json.loads(m.group(1))
     elif name == "e":
         rows = []
         for line in log.splitlines():

@@ -13,6 +13,8 @@ times PyTorch's training step on them.
       pt     the .pt as torch.jit.load gives it (PyTorch's default graph executor)
       plain  the same .pt with the graph executor's optimisations off, as tl runs it
       eager  the un-scripted nn.Module with the .pt's weights (load_state_dict)
+      eagerdet  eager with deterministic kernels only and no autotuning, as tl runs them
+                (torch.use_deterministic_algorithms, cudnn.deterministic; for a GPU)
       A step: zero_grad, forward, loss (cross-entropy of the logits; the GPT's own loss),
       backward, optimizer step, loss.item(); SGD lr 0.05 momentum 0.9 for the image models
       (tl's default), AdamW lr 0.002 weight decay 0.01 for the GPT (as bench_own_model gives tl).
@@ -83,6 +85,9 @@ def main():
     p.add_argument("--variants", default="pt,plain,eager")
     p.add_argument("--device", default="cpu", help="where the module, batch and step run (loss.item() waits for it)")
     a = p.parse_args()
+    if "eagerdet" in a.variants.split(","):
+        # tl's setting (runtime/train/step_plan.cpp); cuBLAS reads it when it starts.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     if a.command == "export":
         export(a.dir, a.vocab)
         return
@@ -101,7 +106,7 @@ def main():
     out = {}
     for variant in a.variants.split(","):
         scripted = torch.jit.load(a.file, map_location=device)
-        if variant == "eager":
+        if variant in ("eager", "eagerdet"):
             module = build(a.model, vocab)
             # TorchScript keeps non-persistent buffers (the GPT's causal masks) in its state
             # dict; the module builds its own.
@@ -126,10 +131,16 @@ def main():
             loss.item()
 
         torch._C._set_graph_executor_optimize(variant != "plain")
+        deterministic = variant == "eagerdet"  # the kernels tl asks for: no autotuning, deterministic only
+        torch.use_deterministic_algorithms(deterministic)
+        torch.backends.cudnn.deterministic = deterministic
+        torch.backends.cudnn.benchmark = False
         try:
             out[variant] = timed(step, a.warmup, a.steps)
         finally:
             torch._C._set_graph_executor_optimize(True)
+            torch.use_deterministic_algorithms(False)
+            torch.backends.cudnn.deterministic = False
     print(json.dumps(out))
 
 
