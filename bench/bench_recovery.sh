@@ -31,6 +31,13 @@ ONP=${ONP:-2}             # their processes
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 WORK=$(mktemp -d /tmp/bench_recovery.XXXXXX)
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$WORK"' EXIT
+# A command that fails ends the script (set -e): say which, with the runs' logs, before the
+# work folder goes (the H200 check's stage g once ended here with no output at all).
+on_error() {
+  echo "bench_recovery: failed at line $1; the end of each run's log:" >&2
+  for log in "$WORK"/*.log; do [ -f "$log" ] && { echo "== $log" >&2; tail -n 25 "$log" >&2; }; done
+}
+trap 'on_error $LINENO' ERR
 "$BIN/tl-data" synth --out "$WORK/data" --train 512 --test 32 --seed 1 >/dev/null
 DEVFLAG=""
 [ -z "${DEVICE:-}" ] || DEVFLAG="--device $DEVICE"
@@ -149,7 +156,8 @@ B="$WORK/cold"
 RUN=$!
 kill_after "$B" "$KILL_AT"
 wait $RUN || true
-$MPIRUN --oversubscribe -np 3 "$BIN/tl-launch" --resume "$B/checkpoint" --output-dir "$B" >> "$WORK/cold.log" 2>&1
+# The device flags are not part of the job's definition: a resume names them again.
+$MPIRUN --oversubscribe -np 3 "$BIN/tl-launch" --resume "$B/checkpoint" $DEVFLAG --output-dir "$B" >> "$WORK/cold.log" 2>&1
 read -r B_S B_R B_LOST B_STEP B_HASH < <(report "$B")
 
 echo "bench_recovery, healthy runs: $MODEL, N = 4, batch $OBATCH per worker, $ONP processes, $OSTEPS steps, $ROUNDS alternating rounds, $(nproc) cores"
