@@ -104,6 +104,7 @@ class ExactReducer final : public GradientReducer {
       for (const ExactBucket& b : buckets_) {
         for (size_t m = 0; m < b.members.size(); ++m) memberPosition_[b.members[m]] = b.firstMember + m;
       }
+      dropHeldGradients();
     }
     std::vector<size_t> bucketOf;
     for (const Slot& s : slots_) bucketOf.push_back(s.bucket);
@@ -124,12 +125,14 @@ class ExactReducer final : public GradientReducer {
     std::fill(localMaxBits_.begin(), localMaxBits_.end(), 0u);
     if (batched_) maxBitsOnDevice_.zero_();
     launches_->reset();
+    dropHeldGradients();
   }
 
   void addContribution(const std::vector<at::Tensor>& grads) override {
     TL_CHECK_EQ(grads.size(), shapes_.size(), "gradient count differs from parameter count");
     if (batched_) {
       for (size_t index = 0; index < buckets_.size(); ++index) quantiseBucket(index, grads);
+      dropHeldGradients();
     } else {
       for (size_t t = 0; t < grads.size(); ++t) {
         if (!launches_->streamed(t)) quantise(t, grads[t]);
@@ -139,14 +142,44 @@ class ExactReducer final : public GradientReducer {
     if (launches_->streaming()) launches_->endStream();
   }
 
-  void streamContribution() override { launches_->beginStream(); }
+  void streamContribution() override {
+    launches_->beginStream();
+    dropHeldGradients();
+  }
 
   void addGradient(size_t t, const at::Tensor& grad) override {
     TL_CHECK_LT(t, shapes_.size(), "streamed tensor index");
     TL_CHECK(launches_->streaming(), "addGradient() outside a streamed contribution");
-    TL_CHECK(!launches_->streamed(t), "tensor ", t, " was streamed twice in one contribution");
-    quantise(t, grad);
-    launches_->add(t);
+    TL_CHECK(!launches_->streamed(t) && !(batched_ && held_[t].defined()), "tensor ", t,
+             " was streamed twice in one contribution");
+    if (!batched_) {
+      quantise(t, grad);
+      launches_->add(t);
+      return;
+    }
+    // The batched path holds a bucket's gradients until the bucket is complete, then quantises
+    // them in one call and hands them to the launches together (when its collective may start
+    // anyway). Ones still held when the contribution ends count as not streamed: addContribution
+    // quantises them with the rest.
+    checkGradient(t, grad, accumulator(t));
+    held_[t] = grad;
+    const size_t index = slots_[t].bucket;
+    const ExactBucket& b = buckets_[index];
+    if (++heldInBucket_[index] < b.members.size()) return;
+    std::vector<at::Tensor> grads(shapes_.size());
+    for (size_t member : b.members) grads[member] = held_[member];
+    quantiseBucket(index, grads);
+    for (size_t member : b.members) {
+      held_[member] = at::Tensor();
+      launches_->add(member);
+    }
+    heldInBucket_[index] = 0;
+  }
+
+  void dropHeldGradients() {
+    if (!batched_) return;
+    held_.assign(shapes_.size(), at::Tensor());
+    heldInBucket_.assign(buckets_.size(), 0);
   }
 
   std::vector<std::chrono::steady_clock::time_point> bucketStartTimes() const override {
@@ -481,6 +514,8 @@ class ExactReducer final : public GradientReducer {
   const bool batched_;    // fixed_point.h's batched path (device tensors), maxima on the device
   at::Tensor maxBitsOnDevice_;                  // int32 per parameter, in member order (batched)
   std::map<size_t, size_t> memberPosition_;     // parameter index -> position in member order
+  std::vector<at::Tensor> held_;                // batched, streamed: gradients of incomplete buckets
+  std::vector<size_t> heldInBucket_;            // how many each bucket holds
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<ExactBucket> buckets_;
   std::vector<Slot> slots_;

@@ -179,6 +179,25 @@ TEST(StreamedContribution, ExactMatchesUnstreamedBitsAndStillReplaysAnOverflow) 
   }
 }
 
+// The batched path that device tensors take (here on CPU tensors), streamed across processes:
+// the CPU loops' bits, through an overflow's replay.
+TEST(StreamedContribution, BatchedExactMatchesTheLoops) {
+  for (int contributions : {1, 2}) {
+    auto loops = reducer(Reduction::Exact);
+    auto batched = reduce::createExactReducer(world(), params(), {"a", "b", "c", "d", "e"}, 4096,
+                                              reduce::ExactCollectives::ReduceScatter,
+                                              reduce::ExactKernels::Batched);
+    auto a = outputs(), b = outputs();
+    for (float magnitude : {1.0f, 1048576.0f}) {
+      ASSERT_FALSE(round(*loops, contributions, magnitude, false, a));  // scales set (first step, then overflow)
+      ASSERT_TRUE(round(*loops, contributions, magnitude, false, a));
+      ASSERT_FALSE(round(*batched, contributions, magnitude, true, b));
+      ASSERT_TRUE(round(*batched, contributions, magnitude, true, b));
+      EXPECT_TRUE(same(a, b)) << contributions << " contributions, magnitude " << magnitude;
+    }
+  }
+}
+
 // The reduce-scatter of the sums and allgather of the means (the default) against the int64
 // allreduce of the sums: the same bits, streamed or not, with one or two contributions per
 // process, through an overflow's replay, and the same replay decisions.
