@@ -32,6 +32,18 @@ LocalRound::~LocalRound() {
   fibers_->joinAll();
 }
 
+namespace {
+
+// A batch to the device. From pageable memory a copy to a GPU first waits for everything queued
+// on the stream; from pinned memory it is queued behind it instead (the caching host allocator
+// keeps the pinned block until the copy is done).
+at::Tensor toDevice(const at::Tensor& t, const c10::Device& device) {
+  if (!device.is_cuda()) return t.to(device);
+  return t.pin_memory().to(device, /*non_blocking=*/true);
+}
+
+}  // namespace
+
 void LocalRound::estBody(int i) {
   EstContext& ctx = local_[size_t(i)];
   int64_t myRound = 0;
@@ -45,8 +57,8 @@ void LocalRound::estBody(int i) {
       if (!replay) {
         batch = batches_->next(i, ctx);
         TL_CHECK_EQ(batch->request.epoch, epoch_, "EST ", ctx.logicalRank, " read a batch of another epoch");
-        images = batch->images.to(device_);
-        labels = batch->labels.to(device_);
+        images = toDevice(batch->images, device_);
+        labels = toDevice(batch->labels, device_);
         atStepStart = GeneratorStates::capture(device_);
       } else {
         atStepStart.install(device_);  // the replay must draw the same dropout masks
@@ -76,8 +88,10 @@ void LocalRound::beginStep(int64_t epoch) {
 void LocalRound::run(bool replay) { sync_.runRound(replay); }
 
 train::BatchStats LocalRound::localStats() const {
+  std::vector<train::BatchStats> each = stats_;
+  train::resolvePending(each);  // on a GPU: the step's one read of the losses
   train::BatchStats s;
-  for (const auto& e : stats_) s.add(e);
+  for (const auto& e : each) s.add(e);
   return s;
 }
 

@@ -25,12 +25,35 @@ BatchStats forwardBackward(models::Model& model, const at::Tensor& images, const
   backward(scored.loss);
   BatchStats s;
   s.samples = labels.size(0);
+  if (!scored.loss.device().is_cpu()) {  // read later, with the other ESTs' (resolvePending)
+    at::NoGradGuard noGrad;
+    s.pendingLoss = scored.loss.detach().to(at::kDouble);
+    if (scored.logits.defined()) s.pendingCorrect = scored.logits.argmax(1).eq(labels).sum();
+    return s;
+  }
   s.lossSum = scored.loss.item<double>() * double(s.samples);
   if (scored.logits.defined()) {
     at::NoGradGuard noGrad;
     s.correct = scored.logits.argmax(1).eq(labels).sum().item<int64_t>();
   }
   return s;
+}
+
+void resolvePending(std::vector<BatchStats>& stats) {
+  std::vector<at::Tensor> values;
+  for (const BatchStats& s : stats) {
+    if (s.pendingLoss.defined()) values.push_back(s.pendingLoss.reshape({}));
+    if (s.pendingCorrect.defined()) values.push_back(s.pendingCorrect.reshape({}).to(at::kDouble));  // exact below 2^53
+  }
+  if (values.empty()) return;
+  const at::Tensor host = at::stack(values).cpu();
+  const double* v = host.data_ptr<double>();
+  for (BatchStats& s : stats) {
+    if (s.pendingLoss.defined()) s.lossSum = *v++ * double(s.samples);
+    if (s.pendingCorrect.defined()) s.correct = int64_t(*v++);
+    s.pendingLoss = at::Tensor();
+    s.pendingCorrect = at::Tensor();
+  }
 }
 
 std::vector<at::Tensor> gradients(models::Model& model) {

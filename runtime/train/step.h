@@ -18,6 +18,10 @@ struct BatchStats {
   double lossSum = 0;   // loss × samples, so batches of different sizes average correctly
   int64_t correct = 0;
   int64_t samples = 0;
+  // On a device other than the CPU, forwardBackward leaves the loss (as float64) and the count of
+  // correct answers there; resolvePending reads them, every EST's at once, into the fields above
+  // (one wait for the device a step instead of two per EST). add() takes resolved stats only.
+  at::Tensor pendingLoss, pendingCorrect;
   void add(const BatchStats& o) {
     lossSum += o.lossSum;
     correct += o.correct;
@@ -34,6 +38,10 @@ BatchStats forwardBackward(models::Model& model, const at::Tensor& images, const
 // (which it must call, e.g. on another thread, and return once it has returned).
 BatchStats forwardBackward(models::Model& model, const at::Tensor& images, const at::Tensor& labels,
                            const std::function<void(const at::Tensor& loss)>& backward);
+
+// Reads every pending loss and count in `stats` with one copy to the host: the same values as
+// reading each on its own (float64 of the loss, times the samples).
+void resolvePending(std::vector<BatchStats>& stats);
 
 // The parameters' gradients in parameter order; undefined ones become zeros (a parameter a
 // worker did not use still takes part in the reduction, as in DDP).
