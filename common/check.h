@@ -25,6 +25,18 @@ class InputError : public Error {
   explicit InputError(const std::string& what) : Error(what) {}
 };
 
+// Bad input that every process of the job meets at the same point with the same message (a
+// decision on values all of them hold, such as a step's gradient norm): the launcher prints it
+// from the one process that reports it, so the user reads it once.
+class JobWideInputError : public InputError {
+ public:
+  JobWideInputError(const std::string& what, bool reports) : InputError(what), reports_(reports) {}
+  bool reports() const { return reports_; }
+
+ private:
+  bool reports_;
+};
+
 // A collective or peer did not answer in time.
 class TimeoutError : public Error {
  public:

@@ -2,6 +2,8 @@
 // every local EST computes its micro-batch (same data and generators as its DDP rank), the
 // reduction combines them or asks for a replay, rank 0's buffers survive, one optimizer step.
 #include <chrono>
+#include <cmath>
+#include <optional>
 #include <cstdlib>
 #include <thread>
 
@@ -49,7 +51,21 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
       const train::BatchStats global = train::allreduceStats(local, *host_);
       if (observer) observer->beforeUpdate(*this);
       const auto c1 = Clock::now();
+      std::optional<double> gradNorm;
       const auto update = [&] {
+        // Clipping is part of the update: local arithmetic on the reduced gradient, which every
+        // process holds whole, so every placement computes the same norm. A second run of the
+        // update (recovery) clips a clipped gradient: a factor of exactly 1.
+        if (config_.clipGradNorm > 0) {
+          gradNorm = backend_->clipGradients(config_.clipGradNorm);
+          if (!std::isfinite(*gradNorm)) {  // every process holds the same norm: the lead says it
+            throw JobWideInputError(
+                str("step ", step + 1, ": the gradient's global norm is ", *gradNorm,
+                    ", which --clip-grad-norm cannot clip; the job stops before applying it (a lower --lr, or "
+                    "--reduction exact, which names a non-finite gradient's parameter, may help)"),
+                lead());
+          }
+        }
         backend_->optimizerStep(lr);
         markUpdated();
         if (updateDelayMs_ > 0)
@@ -66,6 +82,7 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
       StepRecord s;
       s.stepsDone = stepsDone_;
       s.lr = lr;
+      s.gradNorm = gradNorm;
       s.global = global;
       s.computeSeconds = secondsBetween(c1, c2) + round_->computeSeconds();
       lastComputePerEst_ = local_.empty() ? 0.0 : round_->computeSeconds() / double(local_.size());

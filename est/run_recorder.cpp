@@ -47,6 +47,7 @@ void RunRecorder::recordStep(const StepRecord& s, bool lead) {
                                         std::chrono::system_clock::now().time_since_epoch()).count()}};
   // A module returning its own loss has no class scores: no accuracy, not a misleading 0.
   if (result_.hasAccuracy) record["acc"] = s.global.accuracy();
+  if (s.gradNorm) record["grad_norm"] = *s.gradNorm;
   if (s.overlap) {
     // This process's view: of its buckets, how many started while its last EST's backward ran.
     record["overlap_buckets"] = s.overlap->buckets;

@@ -23,6 +23,7 @@ struct StepRecord {
   double computeSeconds = 0;    // this process: ESTs' forward/backward + optimizer
   double commSeconds = 0;       // reduction, buffer broadcast, stats allreduce
   double stepSeconds = 0;
+  std::optional<double> gradNorm;  // --clip-grad-norm: the global norm before clipping
   std::optional<OverlapFigures> overlap;  // how the reduction overlapped backward (--overlap on)
 };
 

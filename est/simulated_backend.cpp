@@ -28,6 +28,7 @@ class SimulatedBackend final : public StepBackend {
   bool reduce(int, double&) override { return true; }
   void applyRankZeroBuffers(bool, int) override {}
   void optimizerStep(double) override {}
+  double clipGradients(double) override { return 0.0; }
 
  private:
   double rate_;

@@ -47,6 +47,9 @@ class StepBackend {
   // its owner (`root` on the device communicator) broadcasts them.
   virtual void applyRankZeroBuffers(bool ownsRankZero, int root) = 0;
   virtual void optimizerStep(double lr) = 0;
+  // --clip-grad-norm: clips the reduced gradients (before optimizerStep) and returns their
+  // global L2 norm before clipping.
+  virtual double clipGradients(double maxNorm) = 0;
   // How the last round's reduction overlapped backward (nullopt: it was not streamed).
   virtual std::optional<OverlapFigures> overlap() const { return std::nullopt; }
 };

@@ -22,6 +22,7 @@
 #include "est/step_backend.h"
 #include "est/step_timers.h"
 #include "runtime/foreach.h"
+#include "runtime/optim/clip_grad_norm.h"
 
 namespace tl::est {
 namespace {
@@ -154,6 +155,10 @@ class TrainingBackend final : public StepBackend {
   }
 
   void optimizerStep(double lr) override { r_.optimizer->step(lr); }
+
+  double clipGradients(double maxNorm) override {
+    return optim::clipGradNorm(train::gradients(*r_.model), maxNorm).item<double>();
+  }
 
   std::optional<OverlapFigures> overlap() const override {
     if (!streamed_) return std::nullopt;

@@ -291,6 +291,11 @@ std::vector<LaunchFlag> buildTable() {
                    TL_FIELD(job.optimizer.lrDecay), 0, kMaxRate));
   t.push_back(real("initial-accumulator", kDefining, "Adagrad initial accumulator value", "0.1",
                    TL_FIELD(job.optimizer.initialAccumulator), 0, kMaxRate));
+  t.push_back(real("clip-grad-norm", kDefining,
+                   "clip the reduced gradient's global L2 norm to this before each update, as PyTorch's "
+                   "clip_grad_norm_ (0: off); steps record grad_norm, the norm before clipping, and a "
+                   "non-finite norm ends the job naming the step",
+                   "1.0", TL_FIELD(job.clipGradNorm), 0, kMaxEpochs));
   t.push_back(choice("lr-schedule", kDefining, "learning-rate schedule", {"constant", "step", "cosine"}, "cosine",
                      TL_FIELD(job.schedule.kind)));
   t.push_back(real("lr-step-epochs", kDefining, "step schedule: epochs between decays", "2",

@@ -264,6 +264,9 @@ int main(int argc, char** argv) {
   // abort the whole job at once (MPI still alive) rather than unwind into MPI_Finalize.
   try {
     return runLaunch(argc, argv);
+  } catch (const tl::JobWideInputError& e) {
+    if (e.reports()) tl::launcher::printError(kProgram, e.what());
+    tl::comm::MpiSession::abortJob(2);
   } catch (const tl::InputError& e) {
     tl::launcher::printError(kProgram, e.what());
     tl::comm::MpiSession::abortJob(2);

@@ -132,6 +132,7 @@ nlohmann::json toJson(const JobDefinition& c) {
   j["lr_schedule"] = {{"kind", c.schedule.kind},          {"step_epochs", c.schedule.stepEpochs},
                       {"gamma", c.schedule.gamma},        {"warmup_epochs", c.schedule.warmupEpochs},
                       {"min_lr", c.schedule.minLr}};
+  if (c.clipGradNorm > 0) j["clip_grad_norm"] = c.clipGradNorm;  // absent: off (and older jobs)
   j["seed"] = c.seed;
   j["logical_workers"] = c.logicalWorkers;
   j["compute_threads"] = c.computeThreads;
@@ -220,6 +221,7 @@ JobDefinition jobDefinitionFromJson(const nlohmann::json& j) {
     c.schedule.gamma = s.at("gamma");
     c.schedule.warmupEpochs = s.at("warmup_epochs");
     c.schedule.minLr = s.at("min_lr");
+    c.clipGradNorm = j.value("clip_grad_norm", 0.0);
     c.seed = j.at("seed");
     c.logicalWorkers = j.value("logical_workers", 0);  // checkpoints before 0.2 keep it outside
     c.computeThreads = j.at("compute_threads");

@@ -71,6 +71,9 @@ struct JobDefinition {
   int64_t steps = 0;
   optim::OptimizerOptions optimizer = defaultJobOptimizer();
   LrScheduleConfig schedule;
+  // > 0: the reduced gradient's global L2 norm is clipped to this before each update
+  // (torch.nn.utils.clip_grad_norm_); 0: no clipping.
+  double clipGradNorm = 0;
 
   uint64_t seed = 0;
   int logicalWorkers = 0;      // N; 0 until the launcher resolves it (one per process)

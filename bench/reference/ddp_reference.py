@@ -77,6 +77,9 @@ def parse_args(argv):
     p.add_argument("--momentum", type=float, default=0.0)
     p.add_argument("--dampening", type=float, default=0.0)
     p.add_argument("--weight-decay", type=float, default=0.0, help="decoupled for adamw, as tl's")
+    p.add_argument("--clip-grad-norm", type=float, default=0.0,
+                   help="> 0: torch.nn.utils.clip_grad_norm_ after backward, as tl's --clip-grad-norm; "
+                        "steps.csv then records grad_norm")
     p.add_argument("--beta1", type=float, default=0.9)
     p.add_argument("--beta2", type=float, default=0.999)
     p.add_argument("--eps", type=float, default=-1, help="negative: 1e-8, tl's (and PyTorch's) Adam default")
@@ -332,6 +335,9 @@ def train(rank, args, averaging, data, shape):
             opt.zero_grad()
             loss, logits = score(args, ddp, x, y)
             loss.backward()
+            grad_norm = float("nan")
+            if args.clip_grad_norm > 0:  # on the averaged gradient, which every rank holds
+                grad_norm = torch.nn.utils.clip_grad_norm_(ddp.parameters(), args.clip_grad_norm).item()
             opt.step()
             step += 1
             correct = 0.0
@@ -342,16 +348,16 @@ def train(rank, args, averaging, data, shape):
             stats = torch.tensor([loss.item() * y.size(0), correct, float(y.size(0))], dtype=torch.float64)
             dist.all_reduce(stats)
             acc = stats[1].item() / stats[2].item() if logits is not None else float("nan")
-            rows.append((step, epoch, stats[0].item() / stats[2].item(), acc))
+            rows.append((step, epoch, stats[0].item() / stats[2].item(), acc, grad_norm))
         epoch += 1
 
     if rank == 0:
         out = os.path.join(args.out, averaging)
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "steps.csv"), "w") as f:
-            f.write("step,epoch,loss,acc\n")
+            f.write("step,epoch,loss,acc,grad_norm\n")
             for r in rows:
-                f.write("%d,%d,%r,%r\n" % r)
+                f.write("%d,%d,%r,%r,%r\n" % r)
         with open(os.path.join(out, "summary.json"), "w") as f:
             summary = {"steps": step, "ranks": args.ranks, "averaging": averaging,
                        "params_sha256": params_sha256(model), "torch": torch.__version__}

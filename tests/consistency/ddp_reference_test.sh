@@ -4,6 +4,7 @@
 # CIFAR-10, the same initial weights (tl's --steps 0 --save-model), data order and dropout draws.
 # N = 4: tl (2 ESTs on each of 2 processes) = DDP (4 ranks) with exact averaging, every step's
 # loss and the final params_sha256; stock DDP (float32 gloo sums) is recorded, not asserted.
+# On CIFAR-10 also with --clip-grad-norm (clip_grad_norm_ in DDP): every step's grad_norm too.
 # Skipped (exit 77) when /usr/bin/python3 (or TL_PYTHON) cannot import torch.
 # With DATASET tensors the same job reads a tl-data tensors-synth folder (float32 .npy arrays of
 # 3x32x32, 10 classes): tl's array dataset gives DDP's batches, byte for byte.
@@ -41,9 +42,18 @@ compare() {
 import csv, json, sys
 tl_run, ddp_run = sys.argv[1], sys.argv[2]
 tl = {r["step"]: r["loss"] for r in map(json.loads, open(tl_run + "/metrics.jsonl")) if r.get("type") == "step"}
-ddp = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(open(ddp_run + "/steps.csv"))}
+rows = list(csv.DictReader(open(ddp_run + "/steps.csv")))
+ddp = {int(r["step"]): float(r["loss"]) for r in rows}
 if sorted(tl) != sorted(ddp) or len(tl) != 10:
     sys.exit("steps differ: tl %s, DDP %s" % (sorted(tl), sorted(ddp)))
+norms = {int(r["step"]): float(r["grad_norm"]) for r in rows if r.get("grad_norm") not in (None, "", "nan")}
+if norms:  # --clip-grad-norm: the norm before clipping, every step
+    tl_norms = {r["step"]: r.get("grad_norm") for r in map(json.loads, open(tl_run + "/metrics.jsonl")) if r.get("type") == "step"}
+    bad = [s for s in sorted(norms) if tl_norms.get(s) != norms[s]]
+    print("  grad_norm: %d steps, first that differs: %s (DDP's first %r, last %r)"
+          % (len(norms), bad[0] if bad else "none", norms[min(norms)], norms[max(norms)]))
+    if bad or len(norms) != 10:
+        sys.exit(1)
 diff = [s for s in sorted(tl) if tl[s] != ddp[s]]
 worst = max(abs(tl[s] - ddp[s]) / abs(tl[s]) for s in tl)
 same = json.load(open(tl_run + "/summary.json"))["params_sha256"] == json.load(open(ddp_run + "/summary.json"))["params_sha256"]
@@ -66,5 +76,20 @@ echo "tl (4 ESTs, 2,2 on 2 processes) vs PyTorch DDP, 4 ranks, exact averaging h
 compare "$WORK/tl" "$WORK/ddp/exact" || { echo "FAIL: tl differs from DDP with exact averaging"; status=1; }
 echo "tl vs stock PyTorch DDP, 4 ranks (float32 gloo sums; recorded, not asserted):"
 compare "$WORK/tl" "$WORK/ddp/stock"
+
+if [ "$DATASET" = cifar10 ]; then
+  # Clipping to 0.5 (the CNN's gradient norms are a few units: every step clips), on 3,1.
+  $MPIRUN -np 2 "$BIN/tl-launch" $JOB --logical-workers $N --placement 3,1 --steps 10 --clip-grad-norm 0.5 \
+    --output-dir "$WORK/tl-clip" >"$WORK/tl-clip.log" 2>&1 || fail "tl-launch --clip-grad-norm: $(head -3 "$WORK/tl-clip.log")"
+  "$PY" "$SRC/bench/reference/ddp_reference.py" $PYJOB --ranks $N --init "$WORK/init.pt" --averaging exact \
+    --clip-grad-norm 0.5 --out "$WORK/ddp-clip" >"$WORK/ddp-clip.log" 2>&1 ||
+    fail "PyTorch DDP with clip_grad_norm_: $(tail -5 "$WORK/ddp-clip.log")"
+  echo "tl --clip-grad-norm 0.5 (3,1) vs PyTorch DDP with clip_grad_norm_, exact averaging hook:"
+  compare "$WORK/tl-clip" "$WORK/ddp-clip/exact" || { echo "FAIL: tl differs from DDP with clipping"; status=1; }
+  if cmp -s <(grep -o '"params_sha256": *"[0-9a-f]*"' "$WORK/tl-clip/summary.json") \
+            <(grep -o '"params_sha256": *"[0-9a-f]*"' "$WORK/tl/summary.json"); then
+    echo "FAIL: clipping changed nothing (the bound never bit)"; status=1
+  fi
+fi
 [ $status = 0 ] && echo "PASS"
 exit $status

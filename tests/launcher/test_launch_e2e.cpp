@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -208,6 +209,48 @@ TEST_F(LaunchE2E, BadInputFailsFastWithOneClearMessageOnEveryRank) {
                                                       << "' in:\n" << r.err;
     EXPECT_LT(r.seconds, 30) << c.name;
   }
+}
+
+// --clip-grad-norm records each step's norm before clipping, bounds the update, and stops a job
+// whose gradient is not finite, naming the step, on every rank with one message.
+TEST_F(LaunchE2E, ClippingRecordsTheNormAndStopsOnANonFiniteOne) {
+  auto out = freshDir("e2e_clip");
+  auto r = launch(2, out, "--steps 6 --clip-grad-norm 0.5");
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  int steps = 0;
+  std::ifstream metrics(out + "/metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j["type"] != "step") continue;
+    ++steps;
+    ASSERT_TRUE(j.contains("grad_norm")) << line;
+    EXPECT_GT(j["grad_norm"].get<double>(), 0.5) << "the CNN's first gradients are larger than the bound";
+  }
+  EXPECT_EQ(steps, 6);
+  auto plain = freshDir("e2e_clip_off");
+  ASSERT_EQ(launch(2, plain, "--steps 6").exitCode, 0);
+  EXPECT_NE(summary(plain)["params_sha256"], summary(out)["params_sha256"]) << "the bound never bit";
+
+  // NaN inputs: the float32 reduction passes the NaN gradient on, and clipping stops the job.
+  auto work = freshDir("e2e_clip_nan");
+  auto gen = runCommand(std::string(TL_DATA_BIN) + " tensors-synth --out " + work + "/data --train 64 --test 16 " +
+                        "--shape 1,8,8 --classes 4", 60, work);
+  ASSERT_EQ(gen.exitCode, 0) << gen.err;
+  {
+    const std::string x = work + "/data/train_x.npy";
+    std::string bytes = slurp(x);
+    const size_t header = 10 + size_t(uint8_t(bytes[8])) + 256 * size_t(uint8_t(bytes[9]));  // .npy v1
+    const uint32_t nan = 0x7fc00000u;
+    for (size_t i = header; i + 4 <= bytes.size(); i += 4) std::memcpy(&bytes[i], &nan, 4);
+    std::ofstream(x, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  auto bad = runCommand(mpirun(2) + TL_LAUNCH_BIN + " --dataset tensors --data-dir " + work + "/data --model mlp " +
+                            "--batch 8 --steps 3 --reduction fp32 --clip-grad-norm 1 --log-every 0 --output-dir " +
+                            work + "/out",
+                        120, work);
+  EXPECT_NE(bad.exitCode, 0);
+  EXPECT_EQ(countOccurrences(bad.err, "tl-launch: error:"), 1) << bad.err;
+  EXPECT_EQ(countOccurrences(bad.err, "step 1: the gradient's global norm is nan"), 1) << bad.err;
 }
 
 // Faults of the newcomer's corpus: a folder where a batch file belongs, and a flag given an
