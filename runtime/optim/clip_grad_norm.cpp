@@ -1,6 +1,7 @@
 #include "runtime/optim/clip_grad_norm.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/version.h>
 
 #include "common/check.h"
