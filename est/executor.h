@@ -83,6 +83,9 @@ class EstExecutor {
  public:
   // What ExecutorBuilder assembles (est/executor_builder.h).
   struct Parts {
+    // The two parts that have no empty value; the builder fills in the rest.
+    Parts(JobConfig config, Placement placement)
+        : config(std::move(config)), placement(std::move(placement)) {}
     JobConfig config;
     Placement placement;
     comm::Communicator* host = nullptr;  // metadata, contexts, stats; its ranks index `placement`

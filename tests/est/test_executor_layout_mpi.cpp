@@ -59,7 +59,9 @@ TEST(ExecutorLayoutMpi, ShrinkLetsMembersLeave) {
   const auto o = run({1, 1, 1, 1}, {{2, {2, 2, 0, 0}, Change::FreshSplit}, {4, {3, 1}}});
   EXPECT_EQ(o.inJob, rank < 2);
   EXPECT_EQ(o.steps, rank < 2 ? testing::kLayoutTestSteps : 2);
-  if (rank < 2) EXPECT_EQ(o.sha, ddp());
+  if (rank < 2) {
+    EXPECT_EQ(o.sha, ddp());
+  }
   comm::testing::world().barrier();
 }
 

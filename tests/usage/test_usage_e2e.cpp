@@ -77,7 +77,9 @@ TEST(UsageE2E, TwoProcessJobRecordsTheTrafficOfItsGradients) {
     EXPECT_TRUE(p["left_at_step"].is_null());
     EXPECT_GT(p["tx_burst_s"].get<double>(), 0);
     EXPECT_GT(p["memory_burst_mb"].get<double>(), 10);
-    if (r == 0) EXPECT_EQ(p["tx_bytes_per_step"], usage["tx_bytes_per_step"]);  // the lead's own figures
+    if (r == 0) {
+      EXPECT_EQ(p["tx_bytes_per_step"], usage["tx_bytes_per_step"]);  // the lead's own figures
+    }
   }
 
   // metrics.jsonl: each process's windows of 10 steps after the first boundary, each with 10
