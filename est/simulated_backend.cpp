@@ -22,7 +22,9 @@ class SimulatedBackend final : public StepBackend {
     // Busy for batch/RATE seconds without using a core.
     std::this_thread::sleep_for(std::chrono::duration<double>(double(labels.size(0)) / rate_));
     computeSeconds += secondsBetween(t0, EpochTimers::Clock::now());
-    return train::BatchStats{0.0, 0, labels.size(0)};
+    train::BatchStats stats;
+    stats.samples = labels.size(0);
+    return stats;
   }
 
   bool reduce(int, double&) override { return true; }
