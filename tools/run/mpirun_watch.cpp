@@ -84,6 +84,7 @@ bool jobIsDown(const FailureReport& report, const SupervisorOptions& o, double s
 int waitForMpirun(pid_t pid, const SupervisorOptions& o, const elastic::RecoveryPaths& paths, int processes) {
   using Clock = std::chrono::steady_clock;
   std::optional<Clock::time_point> firstCopy;
+  [[maybe_unused]] const auto started = std::filesystem::file_time_type::clock::now();
   bool interruptSent = false;
   for (;;) {
     int status = 0;
@@ -92,8 +93,16 @@ int waitForMpirun(pid_t pid, const SupervisorOptions& o, const elastic::Recovery
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 #if TL_OPEN_MPI_5
       // A recoverable job (relaunch.cpp) ends with status 0 when its only failures were ranks
-      // killed by a signal: copies say it was lost all the same.
-      if (code == 0 && !elastic::readFailure(paths, processes).candidates.empty()) return 1;
+      // killed by a signal, even when all of them were: it finished only if it left copies of
+      // none and its lead wrote summary.json (in the output folder, recovery/'s parent) since
+      // it started.
+      if (code == 0) {
+        if (!elastic::readFailure(paths, processes).candidates.empty()) return 1;
+        std::error_code ec;
+        const auto summary = std::filesystem::path(paths.dir).parent_path() / "summary.json";
+        const auto written = std::filesystem::last_write_time(summary, ec);
+        if (ec || written < started) return 1;
+      }
 #endif
       return code;
     }
