@@ -16,6 +16,7 @@
 #include "common/signals.h"
 #include "elastic/job_checkpoint.h"
 #include "runtime/comm/json_collectives.h"
+#include "runtime/comm/process_loss.h"
 
 namespace tl::launcher {
 namespace {
@@ -30,6 +31,11 @@ int gWakePipe[2] = {-1, -1};
 std::atomic<bool> gLeft{false};
 void onTerminate(int) {
   const char byte = 't';
+  [[maybe_unused]] ssize_t n = ::write(gWakePipe[1], &byte, 1);
+}
+// The MPI runtime reported a lost process (Open MPI 5 under tl-run: runtime/comm/process_loss.h).
+void onProcessLoss() {
+  const char byte = 'l';
   [[maybe_unused]] ssize_t n = ::write(gWakePipe[1], &byte, 1);
 }
 
@@ -190,15 +196,20 @@ void RecoveryGuard::watchTermination() {
   TL_CHECK(::pipe2(gWakePipe, O_CLOEXEC) == 0, "pipe: ", std::strerror(errno));
   // Open MPI's daemon ends a job by sending SIGCONT (so that stopped processes can take the
   // next signal), then SIGTERM odls_base_sigkill_timeout seconds later, then SIGKILL as long
-  // again: the copy is written at the first of them.
+  // again: the copy is written at the first of them. Open MPI 5's sends them 0.25 s apart; tl-run
+  // has it end nobody and report the loss instead (runtime/comm/process_loss.h), which is the
+  // notice there.
   handleSignals({SIGCONT, SIGTERM}, onTerminate);
+  comm::notifyOnProcessLoss(onProcessLoss);
   watcher_ = std::thread([this] {
     char byte = 0;
     while (::read(gWakePipe[0], &byte, 1) < 0 && errno == EINTR) {
     }
-    if (byte != 't') return;
+    if (byte != 't' && byte != 'l') return;
     if (gLeft.load()) ::_exit(0);
-    writeCandidate({"ended by mpirun (SIGCONT/SIGTERM) after another rank was lost", false, {}});
+    writeCandidate({byte == 't' ? "ended by mpirun (SIGCONT/SIGTERM) after another rank was lost"
+                                : "the MPI runtime reported another process of the job lost",
+                    false, {}});
     std::fflush(stderr);
     ::_exit(kExitAfterCandidate);
   });

@@ -84,11 +84,28 @@ bool jobIsDown(const FailureReport& report, const SupervisorOptions& o, double s
 int waitForMpirun(pid_t pid, const SupervisorOptions& o, const elastic::RecoveryPaths& paths, int processes) {
   using Clock = std::chrono::steady_clock;
   std::optional<Clock::time_point> firstCopy;
+  [[maybe_unused]] const auto started = std::filesystem::file_time_type::clock::now();
   bool interruptSent = false;
   for (;;) {
     int status = 0;
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (done == pid) {
+      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+#if TL_OPEN_MPI_5
+      // A recoverable job (relaunch.cpp) ends with status 0 when its only failures were ranks
+      // killed by a signal, even when all of them were: it finished only if it left copies of
+      // none and its lead wrote summary.json (in the output folder, recovery/'s parent) since
+      // it started.
+      if (code == 0) {
+        if (!elastic::readFailure(paths, processes).candidates.empty()) return 1;
+        std::error_code ec;
+        const auto summary = std::filesystem::path(paths.dir).parent_path() / "summary.json";
+        const auto written = std::filesystem::last_write_time(summary, ec);
+        if (ec || written < started) return 1;
+      }
+#endif
+      return code;
+    }
     if (gInterrupt.load() && !interruptSent) {
       ::kill(pid, SIGTERM);
       interruptSent = true;
@@ -113,6 +130,16 @@ void watchInterrupts() { handleSignals({SIGINT, SIGTERM}, onInterrupt); }
 
 LaunchExit runMpirun(const std::vector<std::string>& argv, const SupervisorOptions& o,
                      const elastic::RecoveryPaths& paths, int processes) {
+#if TL_OPEN_MPI_5
+  // Open MPI 5 ends a process whose TCP connection to a lost one closes ("Socket closed" on a
+  // NULL communicator, MPI_ERRORS_ARE_FATAL): every survivor of a grow, whose started process
+  // talks TCP even on one host (runtime/comm/mpi/mpi_session.cpp), dies before writing its copy.
+  // Its fault tolerance (ULFM) takes such a process for failed instead, and the survivors learn
+  // of the loss from the runtime (relaunch.cpp). Set for mpirun, which passes OMPI_MCA_*
+  // variables on to every process of the job and to those a grow starts; a user's own choice is
+  // kept.
+  ::setenv("OMPI_MCA_mpi_ft_enable", "1", /*overwrite=*/0);
+#endif
   const int status = waitForMpirun(spawn(argv), o, paths, processes);
   return {status, gInterrupt.load() != 0};
 }

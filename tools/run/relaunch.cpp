@@ -70,6 +70,14 @@ std::vector<std::string> launchCommand(const SupervisorOptions& o, const LaunchP
   // Survivors need time to write their copy after mpirun's SIGTERM.
   c.mca = {{"odls_base_sigkill_timeout", std::to_string(int(o.killGraceSeconds))}};
   c.extraArgs = o.mpirunArgs;
+#if TL_OPEN_MPI_5
+  // Open MPI 5's daemon ignores that setting and sends SIGCONT, SIGTERM and SIGKILL 0.25 s apart:
+  // too short for a survivor to finish an update in flight and write its copy. A recoverable job
+  // with error notification is ended by nobody but told of the loss (PMIx event), on which each
+  // survivor writes its copy and exits as after SIGTERM (runtime/comm/process_loss.h); this
+  // watch ends what is left as it does on Open MPI 4 (mpirun_watch.cpp).
+  c.extraArgs.insert(c.extraArgs.begin(), {"--runtime-options", "recoverable,notifyerrors"});
+#endif
   c.tlLaunch = o.launch;
   const std::vector<std::string> job = withoutFlag(withoutFlag(o.launchArgs, "--resume"), "--checkpoint-dir");
   // A fixed placement fits only its process count; `auto` plans for any.
