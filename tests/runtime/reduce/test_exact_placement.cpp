@@ -119,12 +119,15 @@ TEST_P(ExactPlacement, BitsDoNotDependOnPlacement) {
     EXPECT_EQ(old.sha256, got.sha256) << "allreduce path, placement " << describe(v.placement);
     EXPECT_EQ(old.replays, got.replays) << "allreduce path, placement " << describe(v.placement);
     if (firstPlacementSha.empty()) firstPlacementSha = got.sha256;
-    // The batched path that device tensors take, here on CPU tensors: the same bits.
-    auto batched = createExactReducer(world, job.params(), job.names(), v.bucketBytes,
-                                      ExactCollectives::ReduceScatter, ExactKernels::Batched);
-    const auto viaBatched = testing::runJob(*batched, job, mine, v.layout);
-    EXPECT_EQ(viaBatched.sha256, got.sha256) << "batched path, placement " << describe(v.placement);
-    EXPECT_EQ(viaBatched.replays, got.replays) << "batched path, placement " << describe(v.placement);
+    // The batched path that device tensors take, here on CPU tensors: the same bits (on each
+    // np's first placement; test_exact_reducer covers the other bucketings and layouts).
+    if (&v == &variants.front()) {
+      auto batched = createExactReducer(world, job.params(), job.names(), v.bucketBytes,
+                                        ExactCollectives::ReduceScatter, ExactKernels::Batched);
+      const auto viaBatched = testing::runJob(*batched, job, mine, v.layout);
+      EXPECT_EQ(viaBatched.sha256, got.sha256) << "batched path, placement " << describe(v.placement);
+      EXPECT_EQ(viaBatched.replays, got.replays) << "batched path, placement " << describe(v.placement);
+    }
 
     auto fp32 = createFp32Reducer(world, job.params(), v.bucketBytes);
     const auto fp32Got = testing::runJob(*fp32, job, mine, v.layout, /*keepOutputs=*/true);
