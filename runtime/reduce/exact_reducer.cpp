@@ -352,13 +352,10 @@ class ExactReducer final : public GradientReducer {
                         maxBitsOnDevice_.narrow(0, int64_t(memberPosition_.at(t)), 1));
   }
 
-  // Tensor t of the current contribution into its bucket; its max |g| into this step's maxima.
+  // Tensor t of the current contribution into its bucket (the CPU loops' path; the batched
+  // path goes through quantiseBucket); its max |g| into this step's maxima.
   void quantise(size_t t, const at::Tensor& g) {
     using fixed::Accumulate;
-    if (batched_) {
-      quantiseOnDevice(t, g);
-      return;
-    }
     const Accumulate mode = accumulateMode();
     at::Tensor acc = accumulator(t);
     checkGradient(t, g, acc);
