@@ -13,7 +13,9 @@
 //    come back from run();
 //  - whole jobs: the same params_sha256 with overlap on and off (exact and fp32, one and two
 //    ESTs per process, and with backward on a helper thread as on a GPU), and with overlap on,
-//    buckets start their allreduce while backward runs (the step metrics say how many).
+//    buckets start their allreduce while backward runs (the step metrics say how many; on the
+//    helper-thread path that count depends on thread scheduling, so only the unit test above
+//    asserts it).
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -410,7 +412,7 @@ TEST(OverlapJobs, BucketsStartWhileBackwardRuns) {
 
 // The GPU's path on the CPU: backward on a helper thread, its hooks (on that thread) handing
 // the gradients over to the training thread, which reduces them while backward runs.
-TEST(OverlapJobs, BackwardOnAHelperThreadGivesTheSameBitsAndStartsBucketsDuringIt) {
+TEST(OverlapJobs, BackwardOnAHelperThreadGivesTheSameBitsInBuckets) {
   for (const std::string reduction : {"exact", "fp32"}) {
     const JobRun& handedOver = train(reduction, 1, true, /*backwardThread=*/true);
     const JobRun& off = train(reduction, 1, false);
@@ -419,15 +421,17 @@ TEST(OverlapJobs, BackwardOnAHelperThreadGivesTheSameBitsAndStartsBucketsDuringI
     EXPECT_EQ(handedOver.replays, off.replays) << reduction;
     if (world().rank() != 0) continue;
     ASSERT_EQ(handedOver.steps.size(), 4u);
-    int during = 0;
     for (const auto& s : handedOver.steps) {
-      EXPECT_GT(int(s.at("overlap_buckets")), 1) << s.dump();
-      during += int(s.at("overlap_buckets_during_backward"));
+      const int buckets = s.at("overlap_buckets");
+      EXPECT_GT(buckets, 1) << s.dump();
+      // How many started before backward returned depends on when the OS runs the training
+      // thread: on a loaded 2-core CI machine the helper thread can finish backward first (CI
+      // saw 0 of 4 steps once). That the hand-over does not wait for backward is proven without
+      // timing by GradientHandoff.HandsGradientsToTheTrainingThreadWhileBackwardRuns, whose
+      // backward blocks until the training thread has taken the first gradient.
+      const int during = s.at("overlap_buckets_during_backward");
+      EXPECT_LE(during, buckets) << s.dump();
     }
-    // Bucket 0 is complete after the classifier's backward, long before the convolutions'
-    // backward is done; over four steps some bucket must have started by then (one that did
-    // not in any step would mean the hand-over waits for backward).
-    EXPECT_GT(during, 0) << reduction;
   }
 }
 
