@@ -233,17 +233,17 @@ Coordinated measureCoordinated(const std::vector<JobShape>& shapes, const Option
   const std::string runDir =
       "/tmp/tl-bench-coordinator-" + std::to_string(::getpid()) + "-" + std::to_string(round);
   std::filesystem::remove_all(runDir);
-  tuning::EnsureCoordinatorOptions start;
+  coordinator::EnsureCoordinatorOptions start;
   start.extraArgs = {"--loader-cores", std::to_string(o.budget), "--idle-exit-seconds", "2"};
-  tuning::ensureCoordinator(runDir, o.coordinator, start);
-  std::vector<tuning::JobDemand> limits(shapes.size(), tuning::JobDemand{{}, 1, 16});
-  std::vector<int> initial = tuning::equalSplit(limits, o.budget);
+  coordinator::ensureCoordinator(runDir, o.coordinator, start);
+  std::vector<coordinator::JobDemand> limits(shapes.size(), coordinator::JobDemand{{}, 1, 16});
+  std::vector<int> initial = coordinator::equalSplit(limits, o.budget);
   std::vector<std::unique_ptr<SyntheticJob>> jobs;
-  std::vector<std::unique_ptr<tuning::CoordinatorClient>> clients;
+  std::vector<std::unique_ptr<coordinator::CoordinatorClient>> clients;
   std::vector<Totals> window;
   for (size_t j = 0; j < shapes.size(); ++j) {
     jobs.push_back(std::make_unique<SyntheticJob>(shapes[j], initial[j]));
-    clients.push_back(std::make_unique<tuning::CoordinatorClient>(tuning::CoordinatorClientOptions{
+    clients.push_back(std::make_unique<coordinator::CoordinatorClient>(coordinator::CoordinatorClientOptions{
         runDir, shapes[j].name + "/0", 0, initial[j], 1, 16, "", 0}));
     TL_CHECK(clients.back()->connect(), "cannot reach the coordinator in ", runDir);
     window.push_back(jobs.back()->totals());
@@ -348,7 +348,7 @@ int main(int argc, char** argv) {
       }
       shapes.resize(commands.size(), shapes.back());
     }
-    std::vector<tuning::JobDemand> limits(shapes.size(), tuning::JobDemand{{}, 1, 16});
+    std::vector<coordinator::JobDemand> limits(shapes.size(), coordinator::JobDemand{{}, 1, 16});
     CpuWork::calibrate();
     std::printf(
         "bench_coordinator: %zu jobs, %d loader cores to split, %u hardware cores, "
@@ -372,7 +372,7 @@ int main(int argc, char** argv) {
     }
     std::vector<int> bestProbe;
     double bestProbeRate = -1;
-    tuning::enumerateSplits(limits, o.budget, [&](const std::vector<int>& split) {
+    coordinator::enumerateSplits(limits, o.budget, [&](const std::vector<int>& split) {
       double rate = measure(split, o.probeSeconds, o.probeSteps, round++);
       std::printf("  %-10s %8.0f images/s\n", splitText(split).c_str(), rate);
       if (rate > bestProbeRate) {
@@ -381,7 +381,7 @@ int main(int argc, char** argv) {
       }
     });
     // The three contenders take turns, so a change in the machine's load hits them alike.
-    std::vector<int> equal = tuning::equalSplit(limits, o.budget), finalSplit;
+    std::vector<int> equal = coordinator::equalSplit(limits, o.budget), finalSplit;
     double best = 0, even = 0, coordinated = 0, settled = 0;
     for (int r = 0; r < o.repeats; ++r) {
       best += measure(bestProbe, o.seconds, o.steps, round++) / o.repeats;
@@ -392,9 +392,9 @@ int main(int argc, char** argv) {
         settled += c.settled / o.repeats;
         finalSplit = c.finalSplit;
       } else {
-        tuning::EnsureCoordinatorOptions start;
+        coordinator::EnsureCoordinatorOptions start;
         start.extraArgs = {"--loader-cores", std::to_string(o.budget)};
-        tuning::ensureCoordinator(runDir, o.coordinator, start);
+        coordinator::ensureCoordinator(runDir, o.coordinator, start);
         coordinated += runCommands(commands, "auto", nullptr, runDir, o.steps, round++) / o.repeats;
       }
     }
@@ -421,7 +421,7 @@ int main(int argc, char** argv) {
 
     if (commands.empty()) {  // how well the model extrapolates from the sizes it explores
       const JobShape& shape = shapes[0];
-      tuning::ThroughputFitter fitter;
+      coordinator::ThroughputFitter fitter;
       SyntheticJob job(shape, 1);
       for (int w : {1, 2}) {
         job.setWorkers(w);
@@ -434,7 +434,7 @@ int main(int argc, char** argv) {
           fitter.addCompute({b.compute - a.compute, b.consumed - a.consumed});
         }
       }
-      tuning::ThroughputModel model = fitter.fit();
+      coordinator::ThroughputModel model = fitter.fit();
       std::printf(
           "\nsingle job %s alone, model fitted from w = 1, 2: a = %.3g s, b = %.3g s, C = %.0f/s\n",
           shape.name.c_str(), model.a, model.b, model.computeRate);

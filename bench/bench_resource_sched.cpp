@@ -1,5 +1,5 @@
 // bench/scheduler, CPU x memory: the resource-aware policy (cores and cache memory split by the
-// jobs' sensitivity, tuning::allocateJoint; placement where a server gains most) against
+// jobs' sensitivity, coordinator::allocateJoint; placement where a server gains most) against
 // GPU-proportional allocation, on generated mixes of CPU-hungry, memory-hungry and insensitive
 // jobs (resource_workload.h). Every ratio is gpu-proportional / resource-aware within the same
 // invocation and the same trace (> 1: resource-aware is better).

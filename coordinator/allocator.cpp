@@ -4,7 +4,7 @@
 
 #include "common/check.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 namespace {
 
@@ -123,4 +123,4 @@ std::vector<int> bestStaticSplit(const std::vector<JobDemand>& jobs, int budget)
   return best;
 }
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

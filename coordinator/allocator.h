@@ -23,7 +23,7 @@
 
 #include "coordinator/throughput_model.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 struct JobDemand {
   ThroughputModel model;
@@ -53,4 +53,4 @@ std::vector<int> equalSplit(const std::vector<JobDemand>& jobs, int budget);
 void enumerateSplits(const std::vector<JobDemand>& jobs, int budget,
                      const std::function<void(const std::vector<int>&)>& visit);
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 double CacheProfile::missShare(double budgetBytes) const {
   if (datasetBytes <= 0) return 0;
@@ -23,4 +23,4 @@ double CacheProfile::predict(const ThroughputModel& fitted, double workers,
   return atBudget(fitted, budgetBytes).predict(workers);
 }
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

@@ -23,7 +23,7 @@
 
 #include "coordinator/throughput_model.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 struct CacheProfile {
   double datasetBytes = 0;           // D: cached bytes + overhead of every sample
@@ -40,4 +40,4 @@ struct CacheProfile {
   double predict(const ThroughputModel& fitted, double workers, double budgetBytes) const;
 };
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

@@ -15,7 +15,7 @@
 #include "common/check.h"
 #include "coordinator/ensure_coordinator.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 namespace {
 
@@ -266,4 +266,4 @@ void CoordinatorClient::flushOutput() {
   if (out_.size() > kMaxUnsentBytes) lose("it does not read what the job sends");
 }
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

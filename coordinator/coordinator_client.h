@@ -3,7 +3,7 @@
 //
 // Integration in a training loop (the client never touches the loader itself):
 //
-//   tuning::CoordinatorClient client({runDir, "resnet/0", computeThreads, workers, 1, 8, bin});
+//   coordinator::CoordinatorClient client({runDir, "resnet/0", computeThreads, workers, 1, 8, bin});
 //   client.connect();                        // false: not (yet) registered; the job runs as it is
 //   ...every window (e.g. ~1 s of steps, one pool size):
 //   client.report({loader.workers(), busyDelta, producedDelta}, {computeDelta, consumedDelta},
@@ -43,7 +43,7 @@
 #include "coordinator/throughput_model.h"
 #include "coordinator/unix_socket.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 struct CoordinatorClientOptions {
   std::string runDir;  // e.g. defaultRunDir()
@@ -118,4 +118,4 @@ class CoordinatorClient {
   std::atomic<bool> rejected_{false};
 };
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

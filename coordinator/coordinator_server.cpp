@@ -22,7 +22,7 @@
 #include "common/check.h"
 #include "common/clock.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 namespace {
 
@@ -402,4 +402,4 @@ void CoordinatorServer::checkLiveness() {
   }
 }
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

@@ -39,7 +39,7 @@ namespace spdlog {
 class logger;
 }
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 struct CoordinatorOptions {
   std::string runDir;
@@ -119,4 +119,4 @@ class CoordinatorServer {
   WarningThrottle acceptWarnings_, limitWarnings_, timeoutNotes_;
 };
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

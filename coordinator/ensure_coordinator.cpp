@@ -16,7 +16,7 @@
 
 extern char** environ;
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 namespace {
 
@@ -101,4 +101,4 @@ bool ensureCoordinator(const std::string& runDir, const std::string& coordinator
   return true;
 }
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 struct EnsureCoordinatorOptions {
   double timeoutSeconds = 10;          // for the lock and for the new coordinator to listen
@@ -33,4 +33,4 @@ struct EnsureCoordinatorOptions {
 bool ensureCoordinator(const std::string& runDir, const std::string& coordinatorBinary,
                        const EnsureCoordinatorOptions& options = {});
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

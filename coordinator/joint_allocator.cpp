@@ -8,7 +8,7 @@
 #include "common/check.h"
 #include "coordinator/allocator.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 namespace {
 
@@ -167,4 +167,4 @@ std::vector<int64_t> proportionalMemory(const std::vector<JointDemand>& jobs,
   return bytes;
 }
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

@@ -23,7 +23,7 @@
 #include "coordinator/cache_model.h"
 #include "coordinator/throughput_model.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 struct JointDemand {
   ThroughputModel model;
@@ -67,4 +67,4 @@ std::vector<int64_t> proportionalMemory(const std::vector<JointDemand>& jobs,
                                         const std::vector<int>& workers,
                                         const JointBudget& budget);
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

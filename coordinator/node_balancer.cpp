@@ -7,7 +7,7 @@
 
 #include "common/check.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 namespace {
 
@@ -259,4 +259,4 @@ std::string NodeBalancer::describe() const {
   return os.str();
 }
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

@@ -56,7 +56,7 @@
 #include "coordinator/cache_model.h"
 #include "coordinator/protocol.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 struct BalancerOptions {
   int loaderCores = 0;      // 0: hardwareCores - sum of compute threads, at least 1
@@ -142,4 +142,4 @@ class NodeBalancer {
   std::map<std::string, Job> jobs_;
 };
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

@@ -8,7 +8,7 @@
 #include "coordinator/joint_allocator.h"
 #include "coordinator/node_balancer.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 int64_t NodeBalancer::cacheBudget() const {
   if (options_.cacheBytes > 0) return options_.cacheBytes;
@@ -109,4 +109,4 @@ Decision NodeBalancer::rebalanceJoint(Decision decision, bool apply, int cores,
   return decision;
 }
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

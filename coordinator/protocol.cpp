@@ -7,7 +7,7 @@
 
 #include "common/check.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 namespace {
 
@@ -192,4 +192,4 @@ bool LineBuffer::nextLine(std::string& line) {
   return true;
 }
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

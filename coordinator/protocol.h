@@ -45,7 +45,7 @@
 
 #include "coordinator/throughput_model.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 constexpr int kProtocolVersion = 1;
 constexpr size_t kMaxLineBytes = 64 * 1024;
@@ -114,4 +114,4 @@ class LineBuffer {
   size_t start_ = 0;
 };
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

@@ -6,7 +6,7 @@
 
 #include "common/check.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 namespace {
 
@@ -111,4 +111,4 @@ ThroughputModel ThroughputFitter::fit() const {
   return model;
 }
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

@@ -12,7 +12,7 @@
 #include <limits>
 #include <vector>
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 struct ThroughputModel {
   double a = 0;  // seconds per image added per extra worker
@@ -71,4 +71,4 @@ class ThroughputFitter {
   bool sawCompute_ = false;
 };
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

@@ -17,7 +17,7 @@
 #include "common/check.h"
 #include "common/files.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 namespace {
 
@@ -191,4 +191,4 @@ bool sendAll(int fd, std::string_view bytes) {
   return true;
 }
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-namespace tl::tuning {
+namespace tl::coordinator {
 
 // The files of a coordinator's run directory.
 inline constexpr const char* kSocketFile = "coordinator.sock";
@@ -78,4 +78,4 @@ void setNonBlocking(int fd);
 // Blocking send of all bytes with MSG_NOSIGNAL; false when the peer is gone.
 bool sendAll(int fd, std::string_view bytes);
 
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

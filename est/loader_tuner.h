@@ -13,7 +13,7 @@ class LoaderTuner {
  public:
   virtual ~LoaderTuner() = default;
   // One measurement window: what the loader produced and what the device consumed.
-  virtual void report(const tuning::LoaderObservation& loader, const tuning::ComputeObservation& compute,
+  virtual void report(const coordinator::LoaderObservation& loader, const coordinator::ComputeObservation& compute,
                       double waitSeconds) = 0;
   // A new pool size, once, when one was decided; nullopt otherwise. Called between steps.
   virtual std::optional<int> pendingWorkers() = 0;

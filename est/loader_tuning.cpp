@@ -21,11 +21,11 @@ bool LoaderTuningWindow::afterStep(double computeSeconds, int64_t consumed, bool
   consumed_ += consumed;
   if (secondsBetween(start_, EpochTimers::Clock::now()) >= 1.0) {
     data::LoaderStats now = loader_.stats();
-    tuning::LoaderObservation lo;
+    coordinator::LoaderObservation lo;
     lo.workers = now.workers;
     lo.busySeconds = now.workerBusySeconds - loaderAtStart_.workerBusySeconds;
     lo.images = now.images - loaderAtStart_.images;
-    tuner_.report(lo, tuning::ComputeObservation{compute_, consumed_}, now.waitSeconds - loaderAtStart_.waitSeconds);
+    tuner_.report(lo, coordinator::ComputeObservation{compute_, consumed_}, now.waitSeconds - loaderAtStart_.waitSeconds);
     restart(now);
   }
   if (auto w = tuner_.pendingWorkers(); w && *w != loader_.workers()) {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/check.h"
-#include "elastic/job_checkpoint.h"
+#include "elastic/checkpoint/job_checkpoint.h"
 #include "est/local_batches.h"
 #include "est/placement.h"
 #include "launcher/job_errors.h"

@@ -18,14 +18,14 @@ std::string executableDir() {
   return ec ? std::string(".") : exe.parent_path().string();
 }
 
-CoordinatorTuner::CoordinatorTuner(tuning::CoordinatorClientOptions options, data::SampleCache* cache)
+CoordinatorTuner::CoordinatorTuner(coordinator::CoordinatorClientOptions options, data::SampleCache* cache)
     : client_(std::move(options)), cache_(cache) {
   if (cache_) lastCache_ = cache_->stats();
 }
 
-void CoordinatorTuner::report(const tuning::LoaderObservation& loader,
-                              const tuning::ComputeObservation& compute, double waitSeconds) {
-  tuning::CacheObservation window;
+void CoordinatorTuner::report(const coordinator::LoaderObservation& loader,
+                              const coordinator::ComputeObservation& compute, double waitSeconds) {
+  coordinator::CacheObservation window;
   if (cache_) {
     const data::SampleCacheStats now = cache_->stats();
     const data::SampleCacheStats d = now - lastCache_;
@@ -46,8 +46,8 @@ std::optional<int> CoordinatorTuner::pendingWorkers() {
 
 std::unique_ptr<CoordinatorTuner> connectToCoordinator(const JobConfig& job, const std::string& runDir,
                                                        int rank, data::SampleCache* cache) {
-  tuning::CoordinatorClientOptions o;
-  o.runDir = runDir.empty() ? tuning::defaultRunDir() : runDir;
+  coordinator::CoordinatorClientOptions o;
+  o.runDir = runDir.empty() ? coordinator::defaultRunDir() : runDir;
   // Unique on the node: the output folder's name (if any) plus this process's pid and rank.
   std::string name = job.outputDir.empty() ? "job" : std::filesystem::path(job.outputDir).filename().string();
   if (name.empty()) name = "job";

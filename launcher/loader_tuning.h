@@ -17,20 +17,20 @@ namespace tl::launcher {
 // when the executor next asks for a pool size, between steps; resizing never changes a batch.
 class CoordinatorTuner final : public est::LoaderTuner {
  public:
-  CoordinatorTuner(tuning::CoordinatorClientOptions options, data::SampleCache* cache);
+  CoordinatorTuner(coordinator::CoordinatorClientOptions options, data::SampleCache* cache);
   bool connect() { return client_.connect(); }
-  void report(const tuning::LoaderObservation& loader, const tuning::ComputeObservation& compute,
+  void report(const coordinator::LoaderObservation& loader, const coordinator::ComputeObservation& compute,
               double waitSeconds) override;
   std::optional<int> pendingWorkers() override;
 
  private:
-  tuning::CoordinatorClient client_;
+  coordinator::CoordinatorClient client_;
   data::SampleCache* cache_;  // nullptr: no cache
   data::SampleCacheStats lastCache_;
 };
 
 // Connects this process of the job to the node coordinator in `runDir` (default:
-// tuning::defaultRunDir()), starting tl-coordinator from next to this executable when none
+// coordinator::defaultRunDir()), starting tl-coordinator from next to this executable when none
 // runs. Waits at most ~1 s (the client's connect timeout): when the coordinator cannot be
 // reached or does not answer, the job trains with its start size (a warning is logged) and
 // attaches in the background once the coordinator answers.

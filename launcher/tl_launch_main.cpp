@@ -16,7 +16,7 @@
 #include "common/files.h"
 #include "common/signals.h"
 #include "common/version.h"
-#include "elastic/job_checkpoint.h"
+#include "elastic/checkpoint/job_checkpoint.h"
 #include "est/executor.h"
 #include "launcher/cache_metrics.h"
 #include "launcher/job_errors.h"
@@ -47,7 +47,7 @@ void installStopSignal() { tl::handleSignals({SIGUSR1}, onStopSignal); }
 
 // Under tl-run: what writes this process's copy of the job when the job is lost (from its
 // SIGTERM watcher, or writeCandidateAfter).
-std::unique_ptr<tl::launcher::RecoveryGuard> gRecovery;
+std::unique_ptr<tl::elastic::RecoveryGuard> gRecovery;
 
 // An error leaves the training: the copy of the job, written while the executor still exists
 // (it copies the live replica). A hung or lost member (a collective timed out): this one

@@ -104,13 +104,13 @@ std::vector<elastic::Member> recoveryMembers(const elastic::MemberList& list) {
 
 }  // namespace
 
-int TrainingProcess::startLaunched(est::EstExecutor& executor, std::unique_ptr<RecoveryGuard>& recovery) {
+int TrainingProcess::startLaunched(est::EstExecutor& executor, std::unique_ptr<elastic::RecoveryGuard>& recovery) {
   const elastic::JoinOffer& offer = controller_.offer();
   executor.setEmulatedSlowdown(offer.autoPlacement.slowdownFor(membership_.host->rank(), executor.stepsDone()));
   controller_.startControl(executor);
   if (offer.recoveryDir.empty()) return 0;
   const int failed = prepareOnAllRanks(executor.comm(), kLauncherName, [&] {
-    recovery = std::make_unique<RecoveryGuard>(offer.recoveryDir, controller_, executor);
+    recovery = std::make_unique<elastic::RecoveryGuard>(offer.recoveryDir, controller_, executor);
   });
   if (failed) return failed;
   recovery_ = recovery.get();
@@ -123,12 +123,12 @@ int TrainingProcess::startLaunched(est::EstExecutor& executor, std::unique_ptr<R
 }
 
 void TrainingProcess::startJoined(elastic::JoinedProcess& joined, comm::ParentLink& lead,
-                                  std::unique_ptr<RecoveryGuard>& recovery) {
+                                  std::unique_ptr<elastic::RecoveryGuard>& recovery) {
   controller_.apply(joined.command, *joined.executor, &lead);
   joined.retired.clear();
   recording_.joinedAt(joined.executor->stepsDone());
   if (joined.offer.recoveryDir.empty()) return;
-  recovery = std::make_unique<RecoveryGuard>(joined.offer.recoveryDir, controller_, *joined.executor);
+  recovery = std::make_unique<elastic::RecoveryGuard>(joined.offer.recoveryDir, controller_, *joined.executor);
   recovery_ = recovery.get();
   recovery_->watchTermination();
   followMembers();

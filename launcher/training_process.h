@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "elastic/checkpoint_policy.h"
+#include "elastic/checkpoint/checkpoint_policy.h"
 #include "elastic/placement/auto_placement.h"
 #include "elastic/recovery/recovery_guard.h"
 #include "elastic/rescale/elastic_controller.h"
@@ -46,10 +46,10 @@ class TrainingProcess {
   // A launched process: emulated slowdown, the control channel and, under tl-run, the recovery
   // guard (kept in `recovery`, which main's error handlers use). Collective. Returns the exit
   // code every rank should exit with when preparing the guard failed, else 0.
-  int startLaunched(est::EstExecutor& executor, std::unique_ptr<RecoveryGuard>& recovery);
+  int startLaunched(est::EstExecutor& executor, std::unique_ptr<elastic::RecoveryGuard>& recovery);
   // A started process: joins the job at its first boundary (collective with the members), then
   // the recovery guard as in startLaunched.
-  void startJoined(elastic::JoinedProcess& joined, comm::ParentLink& lead, std::unique_ptr<RecoveryGuard>& recovery);
+  void startJoined(elastic::JoinedProcess& joined, comm::ParentLink& lead, std::unique_ptr<elastic::RecoveryGuard>& recovery);
 
   // Trains to the job's end (or this process's leaving), then the summary (lead) and the final
   // barrier. `owned` is released when this process leaves the job early.
@@ -67,7 +67,7 @@ class TrainingProcess {
   UsageRecording recording_;
   elastic::ElasticController controller_;
   elastic::AutoPlacer placer_;
-  RecoveryGuard* recovery_ = nullptr;
+  elastic::RecoveryGuard* recovery_ = nullptr;
   std::unique_ptr<UsageObserver> usageObserver_;
 };
 

@@ -7,7 +7,7 @@
 
 #include "common/check.h"
 
-namespace tl::est {
+namespace tl::elastic {
 namespace {
 
 constexpr int64_t kUnbounded = int64_t(1) << 40;
@@ -140,4 +140,4 @@ PlacementPlan planPlacement(const std::vector<ProcessSpeed>& processes, int logi
   return plan;
 }
 
-}  // namespace tl::est
+}  // namespace tl::elastic

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace tl::est {
+namespace tl::elastic {
 
 struct ProcessSpeed {
   double secondsPerEst = 0;     // t_g: forward + backward of one EST's micro-batch, > 0
@@ -49,4 +49,4 @@ double predictedStepSeconds(const std::vector<int>& counts, const std::vector<Pr
 // The most ESTs process g can hold under its memory limit (INT32_MAX-ish when unbounded).
 int64_t estCapacity(const ProcessSpeed& process);
 
-}  // namespace tl::est
+}  // namespace tl::elastic

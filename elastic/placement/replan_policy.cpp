@@ -33,7 +33,7 @@ std::optional<ReplanDecision> ReplanPolicy::measured(const PlacementBoundary& b,
 ReplanDecision ReplanPolicy::decide(const PlacementBoundary& b) {
   const std::vector<int>& current = b.counts;
   const size_t p = current.size();
-  std::vector<est::ProcessSpeed> speeds(p);
+  std::vector<ProcessSpeed> speeds(p);
   const size_t first = samples_.size() - size_t(options_.window);
   for (size_t r = 0; r < p; ++r) {
     std::vector<double> t, m;
@@ -62,8 +62,8 @@ ReplanDecision ReplanPolicy::decide(const PlacementBoundary& b) {
     decision = "keep: a process has no measurement (it holds no EST)";
   } else {
     try {
-      const est::PlacementPlan plan = est::planPlacement(speeds, b.logicalWorkers, 1, current, options_.minGain / 4);
-      const double now = est::predictedStepSeconds(current, speeds);
+      const PlacementPlan plan = planPlacement(speeds, b.logicalWorkers, 1, current, options_.minGain / 4);
+      const double now = predictedStepSeconds(current, speeds);
       const double gain = now / plan.stepSeconds - 1;
       record["plan"] = joinInts(plan.counts);
       record["predicted_step_s"] = now;

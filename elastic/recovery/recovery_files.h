@@ -6,7 +6,7 @@
 // <recovery>/ is the folder tl-run gives tl-launch (--recovery-dir; <output>/recovery):
 //
 //   candidates/rank-R/checkpoint.tl  rank R's copy of the whole job at the last step boundary it
-//                                    completed (elastic/job_checkpoint.h), written atomically
+//                                    completed (elastic/checkpoint/job_checkpoint.h), written atomically
 //   candidates/rank-R.json           written after it: the copy is complete once this exists.
 //     {"rank": R, "host": "h", "pid": 123,
 //      "step": 7,                 the boundary the copy holds (-1 when a reader finds none)

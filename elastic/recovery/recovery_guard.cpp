@@ -14,11 +14,11 @@
 #include "common/clock.h"
 #include "common/files.h"
 #include "common/signals.h"
-#include "elastic/job_checkpoint.h"
+#include "elastic/checkpoint/job_checkpoint.h"
 #include "runtime/comm/json_collectives.h"
 #include "runtime/comm/process_loss.h"
 
-namespace tl::launcher {
+namespace tl::elastic {
 namespace {
 
 // The exit status of a process that wrote its candidate after SIGTERM (tl-run reads candidates,
@@ -215,4 +215,4 @@ void RecoveryGuard::watchTermination() {
   });
 }
 
-}  // namespace tl::launcher
+}  // namespace tl::elastic

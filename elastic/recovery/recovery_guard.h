@@ -31,7 +31,7 @@
 #include "est/executor.h"
 #include "runtime/train/metrics.h"
 
-namespace tl::launcher {
+namespace tl::elastic {
 
 class RecoveryGuard final : public est::StepObserver {
  public:
@@ -105,4 +105,4 @@ class RecoveryGuard final : public est::StepObserver {
   std::thread watcher_;
 };
 
-}  // namespace tl::launcher
+}  // namespace tl::elastic

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "control/control_server.h"
-#include "elastic/checkpoint_policy.h"
+#include "elastic/checkpoint/checkpoint_policy.h"
 #include "elastic/placement/auto_placement.h"
 #include "elastic/rescale/grow.h"
 #include "elastic/rescale/layout_command.h"

@@ -1,25 +1,40 @@
 #!/usr/bin/env bash
-# The layering of the source tree (README "Layout"): no file of a library folder includes
-# launcher/ (tl-launch) or tools/ (the programs outside a job), and no tool includes launcher/
-# beyond the flag table's library (tl_job_flags: job_flags.h, launch_options.h).
+# The layering of the source tree, as the root CMakeLists.txt states it. Each top-level folder
+# sits on a floor and includes only its own folder and folders on lower floors:
+#   6 tools        (of launcher/, only the flag table's headers: job_flags.h, launch_options.h)
+#   5 launcher
+#   4 elastic
+#   3 est
+#   2 runtime, coordinator
+#   1 dataload, control
+#   0 common
 # Usage: layering_test.sh SOURCE_DIR. Exit 0 when the rule holds; otherwise lists every offence.
 set -u
 src=${1:?usage: layering_test.sh SOURCE_DIR}
 cd "$src" || exit 2
+declare -A floor=([common]=0 [dataload]=1 [control]=1 [runtime]=2 [coordinator]=2 [est]=3
+                  [elastic]=4 [launcher]=5 [tools]=6)
 bad=0
-below=$(grep -rnE '^\s*#\s*include\s*"(launcher|tools)/' --include='*.h' --include='*.cpp' --include='*.cu' \
-        common dataload coordinator control runtime est elastic 2>/dev/null)
-if [ -n "$below" ]; then
-  echo "layering: these library files include launcher/ or tools/:"; echo "$below"; bad=1
-fi
-tools=$(grep -rnE '^\s*#\s*include\s*"launcher/' --include='*.h' --include='*.cpp' tools 2>/dev/null |
-        grep -vE '"launcher/(job_flags|launch_options)\.h"')
-if [ -n "$tools" ]; then
-  echo "layering: these tools include launcher/ internals (only job_flags.h and launch_options.h are theirs):"
-  echo "$tools"; bad=1
-fi
+n=0
+for dir in "${!floor[@]}"; do
+  [ -d "$dir" ] || { echo "layering: folder $dir/ is missing (renamed? update this table)"; bad=1; continue; }
+  while IFS= read -r hit; do
+    [ -n "$hit" ] || continue
+    target=$(sed -E 's/^[^:]*:[0-9]+:\s*#\s*include\s*"([a-z_]+)\/.*/\1/' <<<"$hit")
+    [ "$target" = "$dir" ] && continue
+    [ -n "${floor[$target]+x}" ] || continue  # tests/, bench/, cmake/: not source floors
+    if [ "$dir" = tools ] && [ "$target" = launcher ]; then
+      grep -qE '"launcher/(job_flags|launch_options)\.h"' <<<"$hit" && continue
+      echo "layering: tools/ includes launcher/ internals (only job_flags.h and launch_options.h are theirs): $hit"
+      bad=1
+    elif [ "${floor[$target]}" -ge "${floor[$dir]}" ]; then
+      echo "layering: $dir/ (floor ${floor[$dir]}) includes $target/ (floor ${floor[$target]}): $hit"
+      bad=1
+    fi
+  done < <(grep -rnE '^\s*#\s*include\s*"[a-z_]+/' --include='*.h' --include='*.cpp' --include='*.cu' "$dir")
+  n=$((n + $(find "$dir" -name '*.cpp' | wc -l)))
+done
 # The check must have looked at something: a renamed folder would make it vacuous.
-n=$(find common dataload coordinator control runtime est elastic tools -name '*.cpp' | wc -l)
 if [ "$n" -lt 100 ]; then echo "layering: only $n sources found under the library folders"; bad=1; fi
-[ $bad = 0 ] && echo "layering: $n sources, no include points up"
+[ $bad = 0 ] && echo "layering: $n sources on 7 floors, no include points up or sideways"
 exit $bad

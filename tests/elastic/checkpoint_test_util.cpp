@@ -8,7 +8,7 @@
 
 #include "common/check.h"
 #include "common/sha256.h"
-#include "elastic/checkpoint_format.h"
+#include "elastic/checkpoint/checkpoint_format.h"
 
 namespace tl::elastic::testing {
 

@@ -12,7 +12,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include "elastic/checkpoint_file.h"
+#include "elastic/checkpoint/checkpoint_file.h"
 
 namespace tl::elastic::testing {
 

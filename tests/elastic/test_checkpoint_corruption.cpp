@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "common/files.h"
-#include "elastic/checkpoint_file.h"
-#include "elastic/checkpoint_format.h"
+#include "elastic/checkpoint/checkpoint_file.h"
+#include "elastic/checkpoint/checkpoint_format.h"
 #include "tests/elastic/checkpoint_test_util.h"
 #include "tests/support/run_command.h"
 

@@ -15,7 +15,7 @@
 
 #include "common/check.h"
 #include "common/files.h"
-#include "elastic/checkpoint_file.h"
+#include "elastic/checkpoint/checkpoint_file.h"
 #include "tests/elastic/checkpoint_test_util.h"
 #include "tests/support/run_command.h"
 

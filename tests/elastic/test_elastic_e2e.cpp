@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "elastic/checkpoint_file.h"
+#include "elastic/checkpoint/checkpoint_file.h"
 
 #include "tests/support/run_command.h"
 

@@ -19,7 +19,7 @@ namespace {
 
 constexpr const char* kProgram = "tl-coordinator";
 
-tl::tuning::CoordinatorServer* gServer = nullptr;
+tl::coordinator::CoordinatorServer* gServer = nullptr;
 
 void onStopSignal(int) {
   if (gServer) gServer->requestStop();  // writes a pipe: async-signal-safe
@@ -40,8 +40,8 @@ void installStopSignals() {
 }
 
 int run(int argc, char** argv) {
-  tl::tuning::CoordinatorOptions options;
-  options.runDir = tl::tuning::defaultRunDir();
+  tl::coordinator::CoordinatorOptions options;
+  options.runDir = tl::coordinator::defaultRunDir();
   auto app = tl::cli::makeApp(
       kProgram,
       "Splits this node's CPU cores among the loader-worker pools of the training jobs on it,\n"
@@ -71,7 +71,7 @@ int run(int argc, char** argv) {
   if (!tl::cli::parse(*app, argc, argv)) return tl::cli::kExitOk;
   options.balancer.cacheBytes = int64_t(cacheMb * 1024.0 * 1024.0);
   raiseDescriptorLimit();
-  tl::tuning::CoordinatorServer server(options);
+  tl::coordinator::CoordinatorServer server(options);
   gServer = &server;
   installStopSignals();
   server.run();

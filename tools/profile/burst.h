@@ -28,8 +28,8 @@ struct BurstMeasurement {
   // the burst had loader workers. The device's time is the steady window's time not spent
   // waiting for data when the warm-up could be left out, else compute_s.
   bool hasLoaderMeasurement = false;
-  tuning::LoaderObservation loader;
-  tuning::ComputeObservation compute;
+  coordinator::LoaderObservation loader;
+  coordinator::ComputeObservation compute;
   double jobPerProcessRatio = 1;  // job images / rank 0's images (logical workers / rank 0's ESTs)
   std::string note;               // why a burst has no numbers
 };

@@ -8,7 +8,7 @@ namespace tl::profile {
 namespace {
 
 ProfileFit fitFromLoaderMeasurements(const std::vector<BurstMeasurement>& bursts) {
-  tuning::ThroughputFitter fitter;
+  coordinator::ThroughputFitter fitter;
   double scale = 1;
   for (const auto& b : bursts) {
     if (!b.ok() || !b.hasLoaderMeasurement) continue;
@@ -47,7 +47,7 @@ ProfileFit fitFromRates(const std::vector<BurstMeasurement>& bursts) {
     fit.model.computeRate = computeRate;
     return fit;
   }
-  tuning::ThroughputFitter fitter;
+  coordinator::ThroughputFitter fitter;
   for (const auto* b : loaderBound) {
     // w workers together making `rate` images/s spend w / rate worker-seconds per image.
     fitter.addLoader(

@@ -25,7 +25,7 @@ namespace tl::profile {
 
 struct ProfileFit {
   bool fitted = false;
-  tuning::ThroughputModel model;
+  coordinator::ThroughputModel model;
   double jobScale = 1;  // job images/s = jobScale * model.predict(w)
   std::string source;   // "loader measurements" or "images/s per worker count"
 

@@ -57,7 +57,7 @@ CacheDimension readCacheDimension(const std::string& burstFolder, FittedReads re
 
 double GridProfile::predict(int workers, double cacheBytes) const {
   if (!fit.fitted) return 0;
-  tuning::CacheProfile cache = dimension.cache;
+  coordinator::CacheProfile cache = dimension.cache;
   if (fit.source != "loader measurements") cache.storageSecondsPerByte /= std::max(1.0, perProcess);
   if (!dimension.measured) cache = {};
   return fit.jobScale * cache.predict(fit.model, workers, cacheBytes);

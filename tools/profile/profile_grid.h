@@ -3,7 +3,7 @@
 // gives the worker model (profile_fit.h); the memory dimension is derived, not swept: the cache
 // admits a share budget / data set of the samples and never evicts, so the miss share of any
 // budget is known, and each miss costs a worker the read time of a sample at the storage speed
-// the bursts measured (tuning/cache_model.h). A few (workers, budget) check bursts measure the
+// the bursts measured (coordinator/cache_model.h). A few (workers, budget) check bursts measure the
 // prediction.
 //
 // What a burst tells about the cache comes from its metrics.jsonl epoch records ("cache": hits,
@@ -28,7 +28,7 @@ namespace tl::profile {
 
 struct CacheDimension {
   bool measured = false;
-  tuning::CacheProfile cache;  // fittedMissShare: that of the reads the worker model saw
+  coordinator::CacheProfile cache;  // fittedMissShare: that of the reads the worker model saw
   // True when the burst read past its first epoch, so steadyMissShare was measured; false:
   // cold, steadyMissShare is the cache model's.
   bool warm = false;

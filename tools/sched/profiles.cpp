@@ -128,14 +128,14 @@ double ThroughputModel::rate(const JobSpec& job, const std::vector<int>& gpusPer
   if (cached != cache_.end()) return cached->second;
 
   // One process per device with an EST's seconds per sample on it; the planner's exact rule.
-  std::vector<est::ProcessSpeed> devices;
+  std::vector<elastic::ProcessSpeed> devices;
   for (size_t k = 0; k < gpusPerKind.size(); ++k) {
     if (gpusPerKind[k] == 0) continue;
     const double perDevice = profiles_.rate(job.model, cluster_.kinds[k].name, total) / total;
     for (int i = 0; i < std::min(gpusPerKind[k], ests); ++i)
       devices.push_back({1.0 / perDevice, 0, 0});
   }
-  const auto plan = est::planPlacement(devices, ests, /*minimumPerProcess=*/0);
+  const auto plan = elastic::planPlacement(devices, ests, /*minimumPerProcess=*/0);
   const double samplesPerSecond = ests / plan.stepSeconds;
   cache_.emplace(std::move(key), samplesPerSecond);
   return samplesPerSecond;

@@ -21,9 +21,9 @@ struct Server {
   std::vector<size_t> jobs;  // indices of the running jobs
 };
 
-std::vector<tuning::JointDemand> demands(const std::vector<ResourceJob>& jobs,
+std::vector<coordinator::JointDemand> demands(const std::vector<ResourceJob>& jobs,
                                          const std::vector<size_t>& on) {
-  std::vector<tuning::JointDemand> out;
+  std::vector<coordinator::JointDemand> out;
   for (size_t j : on) out.push_back({jobs[j].loader, jobs[j].cache, jobs[j].gpus, jobs[j].maxCpus});
   return out;
 }
@@ -132,7 +132,7 @@ class Simulation {
  private:
   double rate(size_t j) const { return jobs_[j].rate(share_[j].cpus, share_[j].cacheBytes); }
 
-  tuning::JointBudget budget(const Server& s) const {
+  coordinator::JointBudget budget(const Server& s) const {
     return {s.spec.cpus, int64_t(s.spec.memoryBytes), options_.memoryUnits};
   }
 
@@ -143,7 +143,7 @@ class Simulation {
     std::vector<Share> shares(on.size());
     double total = 0;
     if (aware_) {
-      const tuning::JointSplit best = tuning::allocateJoint(demands(jobs_, on), budget(s));
+      const coordinator::JointSplit best = coordinator::allocateJoint(demands(jobs_, on), budget(s));
       for (size_t k = 0; k < on.size(); ++k) shares[k] = {best.workers[k], double(best.cacheBytes[k])};
       total = best.predicted;
     } else {

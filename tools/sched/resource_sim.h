@@ -8,7 +8,7 @@
 //    (3 cores and 50 GB a GPU on the default server), placed on the first server that fits
 //    (fewest free GPUs first: best fit).
 //  - "resource-aware": cores and memory are split to maximise the server's summed predicted
-//    throughput (tuning::allocateJoint, the coordinator's allocator; at least one core a GPU),
+//    throughput (coordinator::allocateJoint, the coordinator's allocator; at least one core a GPU),
 //    and a job goes to the server, among those that fit, where that sum gains most.
 //
 // Both admit the same jobs at the same moments as far as GPUs go; only the CPU and memory split

@@ -27,8 +27,8 @@ struct ResourceJob {
   double arrival = 0;
   int gpus = 1;      // on one server
   double work = 0;   // samples
-  tuning::ThroughputModel loader;  // the job's rate over its loader cores, fully cached
-  tuning::CacheProfile cache;
+  coordinator::ThroughputModel loader;  // the job's rate over its loader cores, fully cached
+  coordinator::CacheProfile cache;
   int maxCpus = 32;
   // Samples/s with `cpus` loader cores and `cacheBytes` of cache (cpus >= 1).
   double rate(int cpus, double cacheBytes) const { return cache.predict(loader, cpus, cacheBytes); }

@@ -15,7 +15,7 @@ bool anyAutoWorkers(const std::vector<SubmitJob>& jobs) {
 std::string ensureCoordinatorForAutoJobs(const std::vector<SubmitJob>& jobs,
                                          const CoordinatorSettings& settings) {
   if (!anyAutoWorkers(jobs)) return "";
-  bool started = tuning::ensureCoordinator(settings.runDir, settings.binary);
+  bool started = coordinator::ensureCoordinator(settings.runDir, settings.binary);
   return tl::str("workers=auto: node coordinator ", started ? "started" : "already running", " in ",
                  settings.runDir);
 }

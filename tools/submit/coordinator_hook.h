@@ -17,7 +17,7 @@ struct CoordinatorSettings {
 bool anyAutoWorkers(const std::vector<SubmitJob>& jobs);
 
 // Makes sure the node coordinator runs when any job has workers=auto (nothing otherwise), via
-// tl::tuning::ensureCoordinator. Returns a line for the user ("" when nothing was needed);
+// tl::coordinator::ensureCoordinator. Returns a line for the user ("" when nothing was needed);
 // throws InputError / TimeoutError when it was needed and could not be started.
 std::string ensureCoordinatorForAutoJobs(const std::vector<SubmitJob>& jobs,
                                          const CoordinatorSettings& settings);

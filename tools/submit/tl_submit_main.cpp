@@ -73,7 +73,7 @@ int runSubmit(int argc, char** argv) {
   std::string report = joinPath(std::filesystem::current_path().string(), "submit_report.csv");
   std::string mpiArgs;
   bool background = false, dryRun = false;
-  CoordinatorSettings coordinator{tl::tuning::defaultRunDir(),
+  CoordinatorSettings coordinator{tl::coordinator::defaultRunDir(),
                                   joinPath(executableDir(), "tl-coordinator")};
 
   auto app = cli::makeApp(kProgram, kSummary);

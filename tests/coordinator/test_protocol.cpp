@@ -8,7 +8,7 @@
 #include "common/check.h"
 #include "coordinator/protocol.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 namespace {
 
 std::string withoutNewline(std::string line) {
@@ -225,4 +225,4 @@ TEST(Protocol, LineBufferSplitsAndBoundsLines) {
 }
 
 }  // namespace
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

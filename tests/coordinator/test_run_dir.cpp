@@ -16,9 +16,9 @@
 #include "coordinator/coordinator_server.h"
 #include "coordinator/ensure_coordinator.h"
 #include "tests/support/run_command.h"
-#include "tests/tuning/tuning_test_util.h"
+#include "tests/coordinator/coordinator_test_util.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 namespace {
 
 using test_util::CoordinatorCleanup;
@@ -152,4 +152,4 @@ TEST(CoordinatorRunDir, TlCoordinatorSaysWhatIsWrongInOneLine) {
 }
 
 }  // namespace
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

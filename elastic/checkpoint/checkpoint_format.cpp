@@ -1,4 +1,4 @@
-#include "elastic/checkpoint_format.h"
+#include "elastic/checkpoint/checkpoint_format.h"
 
 #include <c10/core/ScalarType.h>
 

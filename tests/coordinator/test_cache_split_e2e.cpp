@@ -13,7 +13,7 @@
 
 #include "coordinator/ensure_coordinator.h"
 #include "tests/support/run_command.h"
-#include "tests/tuning/tuning_test_util.h"
+#include "tests/coordinator/coordinator_test_util.h"
 
 namespace {
 
@@ -45,12 +45,12 @@ std::string jpegFolder(const std::string& name, int minSize, int maxSize) {
 TEST(CacheSplitE2E, TheCoordinatorMovesCacheMemoryBetweenRealJobs) {
   const std::string small = jpegFolder("cache_split_small", 24, 40);
   const std::string large = jpegFolder("cache_split_large", 160, 240);
-  const std::string runDir = tl::tuning::test_util::freshRunDir("cache_split");
-  tl::tuning::test_util::CoordinatorCleanup cleanup{runDir};
+  const std::string runDir = tl::coordinator::test_util::freshRunDir("cache_split");
+  tl::coordinator::test_util::CoordinatorCleanup cleanup{runDir};
   // Any predicted gain moves memory (--min-gain 0).
-  tl::tuning::EnsureCoordinatorOptions options;
+  tl::coordinator::EnsureCoordinatorOptions options;
   options.extraArgs = {"--loader-cores", "2", "--min-gain", "0", "--idle-exit-seconds", "20"};
-  ASSERT_TRUE(tl::tuning::ensureCoordinator(runDir, TL_COORDINATOR_BIN, options));
+  ASSERT_TRUE(tl::coordinator::ensureCoordinator(runDir, TL_COORDINATOR_BIN, options));
 
   const std::string outSmall = freshDir("cache_split_out_small");
   const std::string outLarge = freshDir("cache_split_out_large");

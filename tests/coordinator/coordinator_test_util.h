@@ -1,4 +1,4 @@
-// Shared helpers for the tuning tests: synthetic jobs that follow a known throughput model,
+// Shared helpers for the coordinator tests: synthetic jobs that follow a known throughput model,
 // waiting with a deadline, and a raw protocol connection.
 #pragma once
 
@@ -26,7 +26,7 @@
 #include "coordinator/throughput_model.h"
 #include "coordinator/unix_socket.h"
 
-namespace tl::tuning::test_util {
+namespace tl::coordinator::test_util {
 
 // One measurement window of a job that behaves exactly like `truth` with `workers` threads,
 // with multiplicative noise of relative size `noise` on the loader's per-image time.
@@ -170,4 +170,4 @@ inline int assignedWorkers(const std::string& line) {
   return std::get<AssignMessage>(message).workers;
 }
 
-}  // namespace tl::tuning::test_util
+}  // namespace tl::coordinator::test_util

@@ -1,4 +1,4 @@
-#include "elastic/checkpoint_file.h"
+#include "elastic/checkpoint/checkpoint_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -18,7 +18,7 @@
 #include "common/files.h"
 #include "common/sha256.h"
 #include "common/version.h"
-#include "elastic/checkpoint_format.h"
+#include "elastic/checkpoint/checkpoint_format.h"
 
 namespace tl::elastic {
 namespace {

@@ -8,7 +8,7 @@
 #include "common/check.h"
 #include "coordinator/allocator.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 namespace {
 
 int total(const std::vector<int>& split) { return std::accumulate(split.begin(), split.end(), 0); }
@@ -91,4 +91,4 @@ TEST(Allocator, RejectsBadLimits) {
 }
 
 }  // namespace
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

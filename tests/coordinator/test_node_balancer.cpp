@@ -7,9 +7,9 @@
 
 #include "common/check.h"
 #include "coordinator/node_balancer.h"
-#include "tests/tuning/tuning_test_util.h"
+#include "tests/coordinator/coordinator_test_util.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 namespace {
 
 using test_util::syntheticWindow;
@@ -197,4 +197,4 @@ TEST(NodeBalancer, FixedSizeJobsAreNotExploredAndIdsAreUnique) {
 }
 
 }  // namespace
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

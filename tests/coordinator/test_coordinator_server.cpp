@@ -17,9 +17,9 @@
 #include "coordinator/coordinator_client.h"
 #include "coordinator/coordinator_server.h"
 #include "tests/support/run_command.h"
-#include "tests/tuning/tuning_test_util.h"
+#include "tests/coordinator/coordinator_test_util.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 namespace {
 
 using test_util::RawConnection;
@@ -308,4 +308,4 @@ TEST(CoordinatorClient, KeepsItsSizeWhenTheCoordinatorGoesAndRejoinsTheNextOne) 
 }
 
 }  // namespace
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

@@ -21,9 +21,9 @@
 #include "coordinator/coordinator_client.h"
 #include "coordinator/ensure_coordinator.h"
 #include "tests/support/run_command.h"
-#include "tests/tuning/tuning_test_util.h"
+#include "tests/coordinator/coordinator_test_util.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 namespace {
 
 using test_util::RawConnection;
@@ -333,4 +333,4 @@ TEST(CoordinatorProcess, JobProcessesShareTheNodeAndInheritWhatALeaverFrees) {
 }
 
 }  // namespace
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

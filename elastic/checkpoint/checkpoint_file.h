@@ -4,7 +4,7 @@
 // Why our own format instead of torch::save: resuming must continue bit-for-bit, so tensors are
 // stored as their exact raw bytes, and a truncated or damaged file must be a clear InputError
 // naming the file, never a crash or a silent partial load. The layout is described in
-// elastic/checkpoint_format.h.
+// elastic/checkpoint/checkpoint_format.h.
 #pragma once
 
 #include <string>

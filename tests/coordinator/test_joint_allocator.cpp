@@ -8,7 +8,7 @@
 #include "common/check.h"
 #include "coordinator/joint_allocator.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 namespace {
 
 TEST(CacheModel, MissShareIsWhatTheBudgetCannotHold) {
@@ -120,4 +120,4 @@ TEST(JointAllocator, RefusesBadBudgets) {
 }
 
 }  // namespace
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

@@ -5,9 +5,9 @@
 #include <random>
 
 #include "coordinator/throughput_model.h"
-#include "tests/tuning/tuning_test_util.h"
+#include "tests/coordinator/coordinator_test_util.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 namespace {
 
 using test_util::syntheticWindow;
@@ -128,4 +128,4 @@ TEST(ThroughputFitter, ForgettingFollowsAChange) {
 }
 
 }  // namespace
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

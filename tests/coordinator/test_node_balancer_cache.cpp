@@ -10,7 +10,7 @@
 #include "dataload/sample_cache.h"
 #include "coordinator/node_balancer.h"
 
-namespace tl::tuning {
+namespace tl::coordinator {
 namespace {
 
 // A job that loads like `model` when every sample is cached, and whose misses each read
@@ -140,4 +140,4 @@ TEST(NodeBalancerCache, InsensitiveJobsKeepTheirCaches) {
 }
 
 }  // namespace
-}  // namespace tl::tuning
+}  // namespace tl::coordinator

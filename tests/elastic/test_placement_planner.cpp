@@ -11,7 +11,7 @@
 #include "common/check.h"
 #include "elastic/placement/placement_planner.h"
 
-namespace tl::est {
+namespace tl::elastic {
 namespace {
 
 // The least makespan over every composition of n into the processes within [lo, cap].
@@ -177,4 +177,4 @@ TEST(PlacementPlanner, RefusesWhatCannotBePlanned) {
 }
 
 }  // namespace
-}  // namespace tl::est
+}  // namespace tl::elastic

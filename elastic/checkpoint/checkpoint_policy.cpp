@@ -1,11 +1,11 @@
-#include "elastic/checkpoint_policy.h"
+#include "elastic/checkpoint/checkpoint_policy.h"
 
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 
-#include "elastic/job_checkpoint.h"
+#include "elastic/checkpoint/job_checkpoint.h"
 
 namespace tl::elastic {
 

@@ -1,4 +1,4 @@
-#include "elastic/job_checkpoint.h"
+#include "elastic/checkpoint/job_checkpoint.h"
 
 #include <ATen/ATen.h>
 
@@ -11,7 +11,7 @@
 #include "common/files.h"
 #include "common/version.h"
 #include "dataload/dataset.h"
-#include "elastic/checkpoint_file.h"
+#include "elastic/checkpoint/checkpoint_file.h"
 #include "runtime/models/model.h"
 #include "runtime/models/model_names.h"
 #include "runtime/optim/optimizer.h"
