@@ -5,7 +5,8 @@ Usage: scripts/check_doc_links.py [ROOT]   (ROOT: the repository; default: this 
 
 For each `[text](target)` and `![alt](target)` outside code, where target is not a URL: the file
 or folder must exist relative to the Markdown file, and a `#anchor` on a Markdown target must name
-one of its headings (GitHub's anchors: lower case, punctuation dropped, spaces as hyphens).
+one of its headings (GitHub's anchors: lower case, punctuation dropped, spaces as hyphens); and
+every page in docs/guide/ must be linked from README.md (its feature table).
 Prints one line per broken link and exits 1 if there is any, 0 otherwise. Standard library only.
 """
 import os
@@ -30,8 +31,8 @@ def markdown_files(root):
         return sorted(found)
 
 
-def prose_lines(text):
-    """(line number, line) outside fenced code blocks, with inline code spans removed."""
+def prose_lines(text, keep_code=False):
+    """(line number, line) outside fenced code blocks; inline code spans blanked unless keep_code."""
     fence = None
     for n, line in enumerate(text.split("\n"), 1):
         m = re.match(r"\s*(```|~~~)", line)
@@ -40,7 +41,7 @@ def prose_lines(text):
             continue
         if fence:
             continue
-        yield n, re.sub(r"`[^`]*`", "``", line)
+        yield n, line if keep_code else re.sub(r"`[^`]*`", "``", line)
 
 
 def slug(heading):
@@ -53,11 +54,11 @@ def anchors(path, cache={}):
     if path not in cache:
         seen, result = {}, set()
         with open(path, encoding="utf-8") as f:
-            for _, line in prose_lines(f.read()):
+            for _, line in prose_lines(f.read(), keep_code=True):
                 m = re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
                 if not m:
                     continue
-                s = slug(re.sub(r"``", "", m.group(1)))
+                s = slug(m.group(1))
                 k = seen.get(s, 0)
                 seen[s] = k + 1
                 result.add(s if k == 0 else "%s-%d" % (s, k))
@@ -73,8 +74,6 @@ def main():
     for md in markdown_files(root):
         with open(md, encoding="utf-8") as f:
             text = f.read()
-        # Inline code spans are blanked, so take the links from the original line's text only
-        # where they survive outside code.
         for n, line in prose_lines(text):
             for m in LINK.finditer(line):
                 target = m.group(1)
@@ -90,6 +89,15 @@ def main():
                 elif anchor and dest.endswith(".md") and anchor not in anchors(dest):
                     print("%s: no heading with anchor #%s" % (where, anchor))
                     broken += 1
+    # Every guide page is reachable from the README's feature table (issue 41).
+    readme, guides = os.path.join(root, "README.md"), os.path.join(root, "docs", "guide")
+    if os.path.isfile(readme) and os.path.isdir(guides):
+        with open(readme, encoding="utf-8") as f:
+            linked = set(re.findall(r"\]\(docs/guide/([^)#\s]+)", f.read()))
+        for page in sorted(os.listdir(guides)):
+            if page.endswith(".md") and page not in linked:
+                print("README.md: docs/guide/%s is not linked from the README" % page)
+                broken += 1
     print("check_doc_links: %d relative links checked, %d broken" % (checked, broken),
           file=sys.stderr)
     return 1 if broken else 0
