@@ -6,7 +6,7 @@
 //
 // Rescale costs: 0 s, tl's in-place pause and checkpoint-restart (given by flags, measured by
 // bench_inplace_rescale on the machine at hand; the defaults are what it printed here, see
-// docs/design.md), 20 s and 60 s.
+// docs/design/scheduling-simulator.md), 20 s and 60 s.
 #include <chrono>
 #include <cstdio>
 #include <map>

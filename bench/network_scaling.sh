@@ -81,7 +81,7 @@ trap '"$NSC" down' EXIT
 GPT_SEQ=64
 if [[ " $MODELS " == *" gpt "* ]]; then
   /usr/bin/python3 "$ROOT/examples/gpt/prepare_data.py" --out "$WORK/corpus" \
-    --source "$ROOT/README.md" "$ROOT/docs/design.md" >/dev/null
+    --source "$ROOT/README.md" "$ROOT/docs/design" >/dev/null
   /usr/bin/python3 "$ROOT/examples/gpt/export.py" --data "$WORK/corpus" --out "$WORK/gpt.pt" \
     --seq-len "$GPT_SEQ" --layers 4 --width 256 --heads 4
   GPT_VOCAB=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["vocab_size"])' "$WORK/corpus/meta.json")

@@ -17,7 +17,13 @@ foreach(tool IN LISTS TL_INSTALLED_TOOLS)
   set_target_properties(${tool} PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 endforeach()
 install(TARGETS ${TL_INSTALLED_TOOLS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(FILES README.md docs/design.md docs/sched_real.md docs/resource-usage.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# docs/ keeps its layout under share/doc/tl/docs, so that the README's links work there too. Not
+# guide/debian13.md: it names the tree's path inside the Debian 13 root (/srv/tl-checkout), and
+# test_install checks that no installed file names the source tree.
+install(FILES docs/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
+install(DIRECTORY docs/guide docs/design DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
+        FILES_MATCHING PATTERN "*.md" PATTERN "debian13.md" EXCLUDE)
 install(FILES tools/submit/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME tl-submit.md)
 if(TL_HAVE_CAIRO)
   install(FILES tools/profile/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME tl-profile.md)

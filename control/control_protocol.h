@@ -1,4 +1,4 @@
-// The control channel's messages and their frames (docs/design.md, "Control channel").
+// The control channel's messages and their frames (docs/design/control-channel.md).
 //
 // A frame is a fixed header, a payload of fixed fields and length-prefixed lists, and an
 // HMAC-SHA-256 over everything before it under the job's control key:

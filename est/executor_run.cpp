@@ -1,4 +1,4 @@
-// EstExecutor::run: the step loop, written as the consistency contract reads (docs/design.md):
+// EstExecutor::run: the step loop, written as the consistency contract reads (docs/design/consistency-contract.md):
 // every local EST computes its micro-batch (same data and generators as its DDP rank), the
 // reduction combines them or asks for a replay, rank 0's buffers survive, one optimizer step.
 #include <chrono>
@@ -43,7 +43,7 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
 
       // Every exchange of the step comes before its update, which needs no peer: a process
       // that began its update holds the whole job at the next boundary once it ends
-      // (docs/design.md, "Surviving a lost rank").
+      // (docs/design/recovery.md).
       const auto c0 = Clock::now();
       const double lr = optim::learningRate(plan_.schedule, step);
       applyRankZeroBuffers();

@@ -3,7 +3,7 @@
 // executor (counted like the ones it started with), and how the figures of every process that
 // took part — with the job from the start, started by an in-place grow, or gone at a shrink —
 // reach summary.json ("usage_processes") and metrics.jsonl (usage windows tagged by process).
-// docs/resource-usage.md has the rules.
+// docs/design/resource-usage.md has the rules.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // --placement auto: plans how many ESTs each process runs from measured speeds, and re-plans
 // while the job runs. The moves are in-place placement changes (elastic/rescale/elastic_controller.h), so the
-// result is that of DDP mode whatever the plan (docs/design.md, "Automatic placement").
+// result is that of DDP mode whatever the plan (docs/design/automatic-placement.md).
 //
 // Every step boundary, on every member, in the same order (it is part of the job's collective
 // sequence): the slowdown of --emulate-slowdown(-at) for the next step is set, and, with auto

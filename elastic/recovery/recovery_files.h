@@ -1,7 +1,7 @@
 // The recovery files: the one contract between the recovery guard in tl-launch (writes the
 // candidates, reads the history) and tl-run's supervisor (reads the candidates, writes the
 // history). Writer and reader of each file live here together; neither program spells a path
-// or a key of its own. Torch-free. docs/design.md ("Surviving a lost rank").
+// or a key of its own. Torch-free. docs/design/recovery.md.
 //
 // <recovery>/ is the folder tl-run gives tl-launch (--recovery-dir; <output>/recovery):
 //

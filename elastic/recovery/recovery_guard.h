@@ -7,7 +7,7 @@
 // SIGTERM after a rank died, or a collective that timed out on a hung rank) it writes the live
 // replica with that snapshot as a candidate checkpoint for tl-run to resume from: boundary k
 // when this process had not begun step k+1's update, k+1 when it had (it finishes the update
-// first). docs/design.md ("Surviving a lost rank").
+// first). docs/design/recovery.md.
 //
 // Threading: the training thread takes snapshots (beforeUpdate) and runs each update under the
 // guard's mutex (runUpdate); writeCandidate() may run on any thread (the SIGTERM watcher, or the

@@ -2,7 +2,7 @@
 // request into a layout change at a step boundary. Its parts: the layout command
 // (layout_command.h), the request checks (request_check.h, host_lookup.h), the members and how
 // they change (membership.h) and the grow protocol (grow.h, join_running_job.h).
-// docs/design.md ("In-place rescale") has the protocol.
+// docs/design/elasticity.md ("In-place rescale: the protocol") has the protocol.
 #pragma once
 
 #include <cstdint>

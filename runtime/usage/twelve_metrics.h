@@ -17,7 +17,7 @@ inline constexpr std::array<const char*, 12> kMetricNames = {
 
 using TwelveMetrics = std::array<double, 12>;
 
-// Burst thresholds (docs/design.md, "Resource usage"):
+// Burst thresholds (docs/design/resource-usage.md):
 // compute is busy above 20% of its capacity (the compute threads on a CPU, the GPU per NVML);
 inline constexpr double kComputeBusyThreshold = 0.20;
 // memory is in a burst while above the process's floor (its memory before the job's model, data

@@ -171,7 +171,7 @@ TEST(Transforms, NormalizeOnlyAndAugmentOffAreTheNormalizedImage) {
   }
 }
 
-// What --augment on means for MNIST-like data (the README and --help say the same): a random
+// What --augment on means for MNIST-like data (docs/guide/data.md and --help say the same): a random
 // shift by up to 2 px, never a flip; --augment off is the normalized image itself.
 TEST(Transforms, MnistLikeAugmentationShiftsByUpToTwoPixelsWithoutFlips) {
   const ImageShape shape{1, 28, 28};

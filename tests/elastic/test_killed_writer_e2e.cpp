@@ -1,6 +1,6 @@
 // A checkpoint writer SIGKILLed mid-write under mpirun, as a container whose init never reaps
 // leaves it: a zombie that still answers kill(pid, 0). The job resumed in the same folder must
-// remove the writer's `.checkpoint.tl.tmp.<pid>@<host>.*` (README: "the next job in that folder
+// remove the writer's `.checkpoint.tl.tmp.<pid>@<host>.*` (docs/guide/running-a-job.md: "the next job in that folder
 // removes those of writers that are gone"), and the start-up sweep must reach the checkpoint
 // folder inside the locked output folder.
 #include <gtest/gtest.h>

@@ -65,7 +65,9 @@ std::string Install::prefix_;
 TEST_F(Install, ToolsAndDocsLandInThePrefix) {
   for (const std::string& tool : kTools)
     EXPECT_TRUE(std::filesystem::is_regular_file(prefix_ + "/bin/" + tool)) << tool;
-  for (const char* doc : {"README.md", "design.md", "resource-usage.md", "tl-submit.md", "tl-profile.md"})
+  for (const char* doc : {"README.md", "docs/README.md", "docs/guide/running-a-job.md",
+                          "docs/design/layers.md", "docs/design/resource-usage.md", "tl-submit.md",
+                          "tl-profile.md"})
     EXPECT_TRUE(std::filesystem::is_regular_file(prefix_ + "/share/doc/tl/" + doc)) << doc;
 }
 

@@ -1,5 +1,5 @@
 // tl-ctl: commands for a running job over its authenticated control channel
-// (control/, docs/design.md "Control channel").
+// (control/, docs/design/control-channel.md).
 //
 // Exit status: 0 done; 3 the job refused the request; 2 bad input (flags, values, a missing
 // or unreadable key or address file, a key the job does not accept); 1 the job cannot be

@@ -1,7 +1,7 @@
 // The analytic baseline of tl-predict: the twelve metrics (runtime/usage/twelve_metrics.h) of a
 // job from its configuration, its model's trace and a few rates measured on this machine
 // (Calibration), by the step's structure. The formulas, each explained, are in
-// docs/resource-usage.md ("The analytic model"):
+// docs/design/resource-usage.md ("The analytic model"):
 //  - compute per step C = 3 x forward FLOPs x ESTs per process / FLOP rate;
 //  - traffic per step B = 2(N-1)/N x gradient bytes (x 1.5 in exact mode: a
 //    reduce-scatter of int64 sums, then an allgather of float32 means),

@@ -1,6 +1,6 @@
 // The analytic model's machine constants (analytic.h Calibration), measured from recorded runs:
 // each one is the median over the runs of the same quantity solved from one run's counts, so
-// one disturbed run does not move it. Formulas: docs/resource-usage.md ("The analytic model").
+// one disturbed run does not move it. Formulas: docs/design/resource-usage.md ("The analytic model").
 #pragma once
 
 #include <vector>

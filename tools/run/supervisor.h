@@ -1,7 +1,7 @@
 // tl-run: runs `mpirun ... tl-launch ...` and, when a rank is lost (killed, crashed, hung), starts
 // it again on the processes that remain from the copy of the job the survivors wrote
 // (elastic/recovery/recovery_guard.h; the files they share: elastic/recovery/recovery_files.h),
-// keeping N, the global batch and the bits. Torch-free. docs/design.md ("Surviving a lost rank").
+// keeping N, the global batch and the bits. Torch-free. docs/design/recovery.md.
 //
 // supervise() is a loop over launches: each launch step (mpirun for real, a fake in tests)
 // ends with an Outcome, and each outcome has one handler. The command line and the size of

@@ -2,7 +2,7 @@
 // shrinks of real tl jobs under the limits of in-place rescale, and the command lines that
 // carry them out. Pure functions of the slot table and the jobs' state, so they are unit-tested.
 //
-// What a real job can do (docs/design.md, "In-place rescale"): rank 0 never leaves, so a
+// What a real job can do (docs/design/elasticity.md, "In-place rescale: the protocol"): rank 0 never leaves, so a
 // running job keeps the kind of its first slot and is never preempted; new processes join
 // last and ranks that stay keep their order. A job emulates one kind's speed (every rank gets
 // that kind's slowdown), so a job's processes are all of one kind: the policies tl-sched runs
