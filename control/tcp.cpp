@@ -41,11 +41,6 @@ AddrInfo resolve(const std::string& host, int port, bool passive, std::string* e
 
 }  // namespace
 
-void Fd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
 Endpoint parseHostPort(const std::string& text, const std::string& what) {
   Endpoint e;
   std::string port;

@@ -1,4 +1,4 @@
-// Small TCP helpers for the control channel: a descriptor owner, host:port text, listening
+// Small TCP helpers for the control channel: host:port text, listening
 // and connecting with a deadline. Descriptors are close-on-exec (processes the job starts do
 // not inherit them); sends elsewhere use MSG_NOSIGNAL.
 #pragma once
@@ -6,35 +6,11 @@
 #include <chrono>
 #include <string>
 
+#include "common/fd.h"
+
 namespace tl::control {
 
 using Clock = std::chrono::steady_clock;
-
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(other.release()) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) reset(other.release());
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
 
 struct Endpoint {
   std::string host;

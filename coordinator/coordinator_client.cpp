@@ -91,7 +91,7 @@ bool CoordinatorClient::tryConnect() {
                  " loader workers"));
     return false;
   }
-  UniqueFd fd = connectUnix(socketPath(options_.runDir), options_.connectTimeoutSeconds);
+  Fd fd = connectUnix(socketPath(options_.runDir), options_.connectTimeoutSeconds);
   RegisterMessage hello{options_.jobId,      int64_t(::getpid()), options_.computeThreads,
                         options_.minWorkers, options_.maxWorkers, currentWorkers()};
   if (options_.cacheBytes >= 0) {

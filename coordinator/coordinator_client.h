@@ -97,8 +97,8 @@ class CoordinatorClient {
   void warnOnce(const std::string& message);
 
   const CoordinatorClientOptions options_;
-  UniqueFd socket_;  // owned by the I/O thread once it runs
-  UniqueFd wakeRead_, wakeWrite_;
+  Fd socket_;  // owned by the I/O thread once it runs
+  Fd wakeRead_, wakeWrite_;
   LineBuffer in_;
   std::string out_;
   std::thread io_;

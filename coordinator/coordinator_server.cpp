@@ -55,7 +55,7 @@ std::string heldBackNote(int64_t heldBack) {
 // descriptor opened with O_NOFOLLOW.
 class DescriptorSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
-  explicit DescriptorSink(UniqueFd fd) : fd_(std::move(fd)) {}
+  explicit DescriptorSink(Fd fd) : fd_(std::move(fd)) {}
 
  protected:
   void sink_it_(const spdlog::details::log_msg& message) override {
@@ -74,7 +74,7 @@ class DescriptorSink final : public spdlog::sinks::base_sink<std::mutex> {
   void flush_() override {}
 
  private:
-  UniqueFd fd_;
+  Fd fd_;
 };
 
 std::string snippet(const std::string& line) {
@@ -143,7 +143,7 @@ std::string CoordinatorServer::name(int id) const {
 void CoordinatorServer::run() {
   auto idleSince = Clock::now();
   auto lastLiveness = Clock::now();
-  UniqueFd exitLock;  // held from the idle decision until the socket file is gone
+  Fd exitLock;  // held from the idle decision until the socket file is gone
   for (;;) {
     // While accepting is paused the listener is left out (poll skips a negative descriptor).
     const bool accepting = Clock::now() >= acceptPausedUntil_;

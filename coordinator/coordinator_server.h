@@ -70,7 +70,7 @@ class CoordinatorServer {
 
  private:
   struct Connection {
-    UniqueFd fd;
+    Fd fd;
     LineBuffer in;
     std::string out;
     std::string jobId;  // empty until registered
@@ -105,10 +105,10 @@ class CoordinatorServer {
   CoordinatorOptions options_;
   std::string socketFile_;
   std::shared_ptr<spdlog::logger> log_;
-  UniqueFd runDirFd_;  // the checked run directory its files are opened in
-  UniqueFd instanceLock_;
-  UniqueFd listener_;
-  UniqueFd stopRead_, stopWrite_;
+  Fd runDirFd_;  // the checked run directory its files are opened in
+  Fd instanceLock_;
+  Fd listener_;
+  Fd stopRead_, stopWrite_;
   NodeBalancer balancer_;
   std::map<int, Connection> connections_;
   std::map<int, std::string> dropped_;  // connections to remove after this poll round

@@ -66,7 +66,7 @@ void spawnDetached(const std::string& runDir, const std::string& binary,
 
 bool ensureCoordinator(const std::string& runDir, const std::string& coordinatorBinary,
                        const EnsureCoordinatorOptions& options) {
-  UniqueFd dir = openRunDir(runDir);
+  Fd dir = openRunDir(runDir);
   if (listening(runDir)) return false;
   TL_REQUIRE(::access(coordinatorBinary.c_str(), X_OK) == 0, "coordinator binary '",
              coordinatorBinary, "' is not executable: ", std::strerror(errno));
@@ -76,7 +76,7 @@ bool ensureCoordinator(const std::string& runDir, const std::string& coordinator
   const std::string lockFile = spawnLockPath(runDir);
   // Close-on-exec (as every file openRunDirFile opens) matters: a coordinator that inherited
   // this descriptor would hold the lock.
-  UniqueFd lock = openRunDirFile(dir.get(), runDir, kSpawnLockFile, O_RDWR);
+  Fd lock = openRunDirFile(dir.get(), runDir, kSpawnLockFile, O_RDWR);
   while (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
     TL_REQUIRE(errno == EWOULDBLOCK || errno == EINTR, "cannot lock '", lockFile,
                "': ", std::strerror(errno));
@@ -88,7 +88,7 @@ bool ensureCoordinator(const std::string& runDir, const std::string& coordinator
   }
   if (listening(runDir)) return false;  // started by whoever held the lock before us
 
-  UniqueFd log = openRunDirFile(dir.get(), runDir, kLogFile, O_WRONLY | O_APPEND);
+  Fd log = openRunDirFile(dir.get(), runDir, kLogFile, O_WRONLY | O_APPEND);
   spawnDetached(runDir, coordinatorBinary, options.extraArgs, log.get());
   log.reset();
   while (!listening(runDir)) {

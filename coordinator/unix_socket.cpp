@@ -46,23 +46,7 @@ std::string logPath(const std::string& runDir) { return joinPath(runDir, kLogFil
 
 std::string defaultRunDir() { return "/tmp/tl-coordinator-" + std::to_string(getuid()); }
 
-UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
-  if (this != &other) reset(other.release());
-  return *this;
-}
-
-int UniqueFd::release() {
-  int fd = fd_;
-  fd_ = -1;
-  return fd;
-}
-
-void UniqueFd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
-UniqueFd openRunDir(const std::string& runDir, bool create) {
+Fd openRunDir(const std::string& runDir, bool create) {
   TL_REQUIRE(!runDir.empty(), "coordinator run directory is empty");
   sockaddr_un address;
   TL_REQUIRE(fillAddress(socketPath(runDir), address), "coordinator run directory '", runDir,
@@ -83,7 +67,7 @@ UniqueFd openRunDir(const std::string& runDir, bool create) {
       inputError("cannot create coordinator run directory '", runDir, "': ", std::strerror(errno));
     }
   }
-  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) {
     int error = errno;
     struct stat link;
@@ -108,10 +92,10 @@ UniqueFd openRunDir(const std::string& runDir, bool create) {
 
 void prepareRunDir(const std::string& runDir) { openRunDir(runDir); }
 
-UniqueFd openRunDirFile(int dirFd, const std::string& runDir, const std::string& name, int flags) {
+Fd openRunDirFile(int dirFd, const std::string& runDir, const std::string& name, int flags) {
   const std::string path = joinPath(runDir, name);
   // O_NONBLOCK: a planted FIFO must not block the open.
-  UniqueFd fd(
+  Fd fd(
       ::openat(dirFd, name.c_str(), flags | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
   if (!fd.valid()) {
     if (errno == ELOOP) inputError("'", path, "' is a symbolic link; refusing to open it");
@@ -128,16 +112,16 @@ UniqueFd openRunDirFile(int dirFd, const std::string& runDir, const std::string&
   return fd;
 }
 
-UniqueFd connectUnix(const std::string& path, double timeoutSeconds) {
+Fd connectUnix(const std::string& path, double timeoutSeconds) {
   sockaddr_un address;
   if (!fillAddress(path, address)) {
     errno = ENAMETOOLONG;
-    return UniqueFd();
+    return Fd();
   }
   // Non-blocking: a blocking connect() to a listener whose backlog is full waits until it
   // accepts, which a stopped coordinator never does. On Linux a Unix-socket connect either
   // completes at once or fails with EAGAIN (backlog full); it never returns EINPROGRESS.
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd.valid()) return fd;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -160,14 +144,14 @@ UniqueFd connectUnix(const std::string& path, double timeoutSeconds) {
 }
 
 bool someoneListens(const std::string& path, double timeoutSeconds) {
-  UniqueFd fd = connectUnix(path, timeoutSeconds);
+  Fd fd = connectUnix(path, timeoutSeconds);
   return fd.valid() || errno == EAGAIN;
 }
 
-UniqueFd listenUnix(const std::string& path) {
+Fd listenUnix(const std::string& path) {
   sockaddr_un address;
   TL_REQUIRE(fillAddress(path, address), "socket path '", path, "' is too long");
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   TL_REQUIRE(fd.valid(), "cannot create a socket: ", std::strerror(errno));
   TL_REQUIRE(::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0,
              "cannot bind '", path, "': ", std::strerror(errno));

@@ -14,6 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/fd.h"
+
 namespace tl::coordinator {
 
 // The files of a coordinator's run directory.
@@ -28,30 +30,11 @@ std::string logPath(const std::string& runDir);
 // /tmp/tl-coordinator-<uid>
 std::string defaultRunDir();
 
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release();
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
-
 // Opens the run directory, creating it (mode 0700, and its parents) first when `create` is
 // set. InputError naming it when that fails, when the socket path would not fit a sockaddr_un,
 // or when it is not to be trusted: a symbolic link, not a directory, owned by another user, or
 // writable by group or others.
-UniqueFd openRunDir(const std::string& runDir, bool create = true);
+Fd openRunDir(const std::string& runDir, bool create = true);
 // openRunDir, closing the descriptor.
 void prepareRunDir(const std::string& runDir);
 
@@ -59,19 +42,19 @@ void prepareRunDir(const std::string& runDir);
 // never through a symbolic link. `flags` are open(2)'s access flags (O_RDWR, O_WRONLY |
 // O_APPEND). InputError naming <runDir>/<name> when it is a symbolic link, not a regular file,
 // owned by another user, or cannot be opened.
-UniqueFd openRunDirFile(int dirFd, const std::string& runDir, const std::string& name, int flags);
+Fd openRunDirFile(int dirFd, const std::string& runDir, const std::string& name, int flags);
 
-// A connected (blocking) stream socket, or an invalid UniqueFd with errno set (ENOENT: no
+// A connected (blocking) stream socket, or an invalid Fd with errno set (ENOENT: no
 // socket file, ECONNREFUSED: a stale socket file, nothing listens, EAGAIN: its listen backlog
 // stayed full for `timeoutSeconds`, so a process listens but does not accept: stopped, or out of
 // descriptors). Never waits longer than `timeoutSeconds`.
-UniqueFd connectUnix(const std::string& path, double timeoutSeconds = 1);
+Fd connectUnix(const std::string& path, double timeoutSeconds = 1);
 
 // True when a process listens at `path`, also one that does not accept (connectUnix's EAGAIN).
 bool someoneListens(const std::string& path, double timeoutSeconds = 0.2);
 
 // Binds and listens at `path` (which must not exist). InputError naming the path on failure.
-UniqueFd listenUnix(const std::string& path);
+Fd listenUnix(const std::string& path);
 
 void setNonBlocking(int fd);
 

@@ -36,6 +36,12 @@ void BucketLaunches::beginStream() {
   missing_ = tensorsIn_;
 }
 
+void BucketLaunches::checkStreamable(size_t t, bool heldByCaller) const {
+  TL_CHECK_LT(t, seen_.size(), "streamed tensor index");
+  TL_CHECK(streaming_, "addGradient() outside a streamed contribution");
+  TL_CHECK(!streamed(t) && !heldByCaller, "tensor ", t, " was streamed twice in one contribution");
+}
+
 void BucketLaunches::add(size_t t) {
   TL_CHECK(streaming_, "a gradient was streamed outside streamContribution()");
   TL_CHECK_LT(t, seen_.size(), "streamed tensor index");

@@ -37,6 +37,10 @@ class BucketLaunches {
   bool streaming() const { return streaming_; }
   // Whether tensor t was handed over in the current stream.
   bool streamed(size_t t) const { return streaming_ && seen_[t] != 0; }
+  // A reducer's addGradient(t) checks, one error each: t names a tensor, a streamed contribution
+  // is open, and t was not handed over in it before (`heldByCaller`: the reducer holds t itself,
+  // not yet passed to add()).
+  void checkStreamable(size_t t, bool heldByCaller = false) const;
   // Tensor t of the streamed contribution is in: starts the buckets that are now complete, and
   // lets the started ones progress. Error if t was already streamed.
   void add(size_t t);

@@ -148,10 +148,7 @@ class ExactReducer final : public GradientReducer {
   }
 
   void addGradient(size_t t, const at::Tensor& grad) override {
-    TL_CHECK_LT(t, shapes_.size(), "streamed tensor index");
-    TL_CHECK(launches_->streaming(), "addGradient() outside a streamed contribution");
-    TL_CHECK(!launches_->streamed(t) && !(batched_ && held_[t].defined()), "tensor ", t,
-             " was streamed twice in one contribution");
+    launches_->checkStreamable(t, batched_ && t < held_.size() && held_[t].defined());
     if (!batched_) {
       quantise(t, grad);
       launches_->add(t);

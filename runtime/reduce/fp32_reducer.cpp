@@ -75,9 +75,7 @@ class Fp32Reducer final : public GradientReducer {
   void streamContribution() override { launches_->beginStream(); }
 
   void addGradient(size_t t, const at::Tensor& grad) override {
-    TL_CHECK_LT(t, shapes_.size(), "streamed tensor index");
-    TL_CHECK(launches_->streaming(), "addGradient() outside a streamed contribution");
-    TL_CHECK(!launches_->streamed(t), "tensor ", t, " was streamed twice in one contribution");
+    launches_->checkStreamable(t);
     add(buckets_[slots_[t].first], slots_[t].second, grad);
     launches_->add(t);
   }

@@ -73,14 +73,14 @@ inline bool waitFor(const std::function<bool()>& condition, double seconds) {
 
 // A connection made without blocking, for a peer that may never accept: invalid (errno EAGAIN)
 // when the listener's backlog is full. It sends nothing unless asked to.
-inline UniqueFd connectWithoutWaiting(const std::string& runDir) {
+inline Fd connectWithoutWaiting(const std::string& runDir) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   std::string path = socketPath(runDir);
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    return UniqueFd();
+    return Fd();
   }
   return fd;
 }
@@ -110,7 +110,7 @@ inline pid_t coordinatorPid(const std::string& dir) {
 
 // True once no coordinator holds the run directory's instance lock.
 inline bool coordinatorGone(const std::string& dir) {
-  UniqueFd fd(::open(instanceLockPath(dir).c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  Fd fd(::open(instanceLockPath(dir).c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
   return !fd.valid() || ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0;
 }
 
@@ -129,7 +129,7 @@ struct CoordinatorCleanup {
 class RawConnection {
  public:
   explicit RawConnection(const std::string& runDir) : fd_(connectUnix(socketPath(runDir))) {}
-  explicit RawConnection(UniqueFd fd) : fd_(std::move(fd)) {}
+  explicit RawConnection(Fd fd) : fd_(std::move(fd)) {}
   bool valid() const { return fd_.valid(); }
   bool send(const std::string& bytes) { return sendAll(fd_.get(), bytes); }
   // The next line, "" on timeout, "<closed>" when the peer closed.
@@ -161,7 +161,7 @@ class RawConnection {
   }
 
  private:
-  UniqueFd fd_;
+  Fd fd_;
   std::string buffer_;
 };
 

@@ -181,9 +181,9 @@ TEST(CoordinatorProcess, IdleConnectionsAtTheDescriptorLimitNeitherSpinNorLockJo
     ::_exit(127);
   }
   ASSERT_TRUE(waitFor([&] { return test_util::connectWithoutWaiting(dir).valid(); }, 10));
-  std::vector<UniqueFd> idle;
+  std::vector<Fd> idle;
   for (int i = 0; i < 300; ++i) {
-    if (UniqueFd fd = test_util::connectWithoutWaiting(dir); fd.valid())
+    if (Fd fd = test_util::connectWithoutWaiting(dir); fd.valid())
       idle.push_back(std::move(fd));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let it take in the burst
@@ -194,7 +194,7 @@ TEST(CoordinatorProcess, IdleConnectionsAtTheDescriptorLimitNeitherSpinNorLockJo
   const double cpuUsed = test_util::cpuSeconds(coordinator) - cpuBefore;
   const size_t logGrowth = readFile(logPath(dir)).size() - logBefore;
 
-  UniqueFd late;
+  Fd late;
   EXPECT_TRUE(waitFor(
       [&] {
         late = test_util::connectWithoutWaiting(dir);
@@ -226,9 +226,9 @@ TEST(CoordinatorProcess, AJobDoesNotWaitForACoordinatorThatNeverAnswers) {
   ASSERT_TRUE(ensureCoordinator(dir, kBinary, withArgs({"--loader-cores", "2"})));
   const pid_t coordinator = coordinatorPid(dir);
   ASSERT_EQ(::kill(coordinator, SIGSTOP), 0);
-  std::vector<UniqueFd> backlog;
+  std::vector<Fd> backlog;
   for (int i = 0; i < 4096; ++i) {
-    UniqueFd fd = test_util::connectWithoutWaiting(dir);
+    Fd fd = test_util::connectWithoutWaiting(dir);
     if (!fd.valid()) break;
     backlog.push_back(std::move(fd));
   }

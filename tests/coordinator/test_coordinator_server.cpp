@@ -236,7 +236,7 @@ TEST(CoordinatorServer, AcceptFailuresBackOffInsteadOfSpinning) {
     ::_exit(0);
   }
   ASSERT_TRUE(waitFor([&] { return test_util::connectWithoutWaiting(dir).valid(); }, 10));
-  std::vector<UniqueFd> idle;
+  std::vector<Fd> idle;
   for (int i = 0; i < 20; ++i) idle.push_back(test_util::connectWithoutWaiting(dir));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const double cpuBefore = test_util::cpuSeconds(server);
