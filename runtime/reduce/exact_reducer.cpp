@@ -37,6 +37,8 @@
 // maxima's collective. A non-finite gradient is then reported by every process after that
 // collective instead of by the process that met it.
 //
+// The buckets' layout and the batched path's means are in exact_buckets.{h,cpp}.
+//
 // Memory: one int64 per parameter element, whatever the number of local contributions (and on
 // a device one float32 for the means).
 // Threading: used from the training thread only, like the communicator.
@@ -47,28 +49,14 @@
 #include <map>
 
 #include "common/check.h"
-#include "runtime/foreach.h"
 #include "runtime/reduce/bucket_launches.h"
+#include "runtime/reduce/exact_buckets.h"
 #include "runtime/reduce/exact_reducer_state.h"
 #include "runtime/reduce/fixed_point.h"
 #include "runtime/reduce/gradient_reducer.h"
 
 namespace tl::reduce {
 namespace {
-
-// Integer sums of several parameters back to back, reduced with one collective.
-struct ExactBucket {
-  at::Tensor sums;               // int64
-  at::Tensor means;              // float32, as long as `sums` (reduce-scatter or batched path)
-  std::vector<size_t> members;   // parameter indices
-  std::vector<int64_t> offsets;  // element offset of each member in `sums`
-  size_t firstMember = 0;        // index of members[0] in the reducer's member order
-};
-
-struct Slot {
-  size_t bucket = 0;
-  int64_t offset = 0;
-};
 
 // One would do (a replay's identical recomputation fits its scales); a few tolerate a
 // recomputation that differs only slightly.
@@ -97,17 +85,16 @@ class ExactReducer final : public GradientReducer {
     state_.exponents.assign(params.size(), 0);
     state_.maxAbs.assign(params.size(), 0.0);
     localMaxBits_.assign(params.size(), 0);
-    slots_.resize(params.size());
-    buildBuckets(params, bucketBytes);
+    buckets_ = exact::layBuckets(params, bucketBytes, /*withMeans=*/segmented_ || batched_, slots_);
     if (batched_) {
       maxBitsOnDevice_ = at::zeros({int64_t(params.size())}, params[0].options().dtype(at::kInt));
-      for (const ExactBucket& b : buckets_) {
+      for (const exact::Bucket& b : buckets_) {
         for (size_t m = 0; m < b.members.size(); ++m) memberPosition_[b.members[m]] = b.firstMember + m;
       }
       dropHeldGradients();
     }
     std::vector<size_t> bucketOf;
-    for (const Slot& s : slots_) bucketOf.push_back(s.bucket);
+    for (const exact::Slot& s : slots_) bucketOf.push_back(s.bucket);
     launches_ =
         std::make_unique<BucketLaunches>(std::move(bucketOf), buckets_.size(), [this](size_t b) {
           // The sums carry far fewer significant bits than 64: they may travel compact.
@@ -161,7 +148,7 @@ class ExactReducer final : public GradientReducer {
     checkGradient(t, grad, accumulator(t));
     held_[t] = grad;
     const size_t index = slots_[t].bucket;
-    const ExactBucket& b = buckets_[index];
+    const exact::Bucket& b = buckets_[index];
     if (++heldInBucket_[index] < b.members.size()) return;
     std::vector<at::Tensor> grads(shapes_.size());
     for (size_t member : b.members) grads[member] = held_[member];
@@ -233,13 +220,8 @@ class ExactReducer final : public GradientReducer {
     }
     for (auto& b : buckets_) {
       if (batched_) {
-        meansOfBucket(b, 0, b.sums.numel(), globalMax, totalContributions);
-        std::vector<at::Tensor> dst, src;
-        for (size_t m = 0; m < b.members.size(); ++m) {
-          dst.push_back(out[b.members[m]]);
-          src.push_back(b.means.narrow(0, b.offsets[m], dst.back().numel()).view(dst.back().sizes()));
-        }
-        copyEach(dst, src);
+        exact::meansOfBucket(b, 0, b.sums.numel(), globalMax, state_.exponents, totalContributions);
+        exact::copyMeansOut(b, out);
         continue;
       }
       for (size_t m = 0; m < b.members.size(); ++m) {
@@ -269,36 +251,6 @@ class ExactReducer final : public GradientReducer {
   }
 
  private:
-  void buildBuckets(const std::vector<at::Tensor>& params, int64_t bucketBytes) {
-    // Reverse parameter order, as DDP does: the last layers' gradients are ready first.
-    const int64_t limit = std::max<int64_t>(1, bucketBytes / int64_t(sizeof(int64_t)));
-    ExactBucket current;
-    int64_t currentElems = 0;
-    size_t memberCount = 0;
-    auto close = [&] {
-      if (current.members.empty()) return;
-      const at::Tensor& first = params[current.members[0]];
-      current.sums = at::zeros({currentElems}, first.options().dtype(at::kLong));
-      if (segmented_ || batched_) current.means = at::zeros({currentElems}, first.options().dtype(at::kFloat));
-      memberCount += current.members.size();
-      buckets_.push_back(std::move(current));
-      current = ExactBucket{};
-      current.firstMember = memberCount;
-      currentElems = 0;
-    };
-    for (size_t k = params.size(); k-- > 0;) {
-      const int64_t n = params[k].numel();
-      if (currentElems > 0 && currentElems + n > limit) close();
-      TL_CHECK(current.members.empty() || params[k].device() == params[current.members[0]].device(),
-               "parameters on different devices");
-      slots_[k] = {buckets_.size(), currentElems};
-      current.members.push_back(k);
-      current.offsets.push_back(currentElems);
-      currentElems += n;
-    }
-    close();
-  }
-
   fixed::Accumulate accumulateMode() const {
     using fixed::Accumulate;
     return !state_.scalesKnown ? Accumulate::MaxOnly : contributions_ == 0 ? Accumulate::Store : Accumulate::Add;
@@ -315,7 +267,7 @@ class ExactReducer final : public GradientReducer {
   // The batched path: bucket `index`'s tensors of the current contribution (those not streamed
   // already), all in one call when the whole bucket is there. Its maxima stay on the device.
   void quantiseBucket(size_t index, const std::vector<at::Tensor>& grads) {
-    const ExactBucket& b = buckets_[index];
+    const exact::Bucket& b = buckets_[index];
     std::vector<size_t> present;
     for (size_t m = 0; m < b.members.size(); ++m) {
       if (!launches_->streamed(b.members[m])) present.push_back(m);
@@ -368,7 +320,7 @@ class ExactReducer final : public GradientReducer {
   }
 
   at::Tensor accumulator(size_t t) {
-    const Slot& s = slots_[t];
+    const exact::Slot& s = slots_[t];
     int64_t n = 1;
     for (int64_t d : shapes_[t]) n *= d;
     return buckets_[s.bucket].sums.narrow(0, s.offset, n);
@@ -437,7 +389,7 @@ class ExactReducer final : public GradientReducer {
                          int64_t totalContributions) {
     std::vector<std::unique_ptr<comm::PendingCollective>> gathers;
     for (size_t index = 0; index < buckets_.size(); ++index) {
-      ExactBucket& b = buckets_[index];
+      exact::Bucket& b = buckets_[index];
       launches_->wait(index);
       const comm::Segment mine = comm::segmentOf(b.sums.numel(), comm_.size(), comm_.rank());
       for (size_t m = 0; m < b.members.size(); ++m) {
@@ -455,50 +407,15 @@ class ExactReducer final : public GradientReducer {
           fixed::dequantiseMean(sums, means, totalContributions, state_.exponents[t]);
         }
       }
-      if (batched_) meansOfBucket(b, mine.offset, mine.offset + mine.length, globalMax, totalContributions);
+      if (batched_) {
+        exact::meansOfBucket(b, mine.offset, mine.offset + mine.length, globalMax, state_.exponents,
+                             totalContributions);
+      }
       gathers.push_back(comm_.startAllgatherSegments(b.means));
     }
     for (size_t index = 0; index < buckets_.size(); ++index) {
       gathers[index]->wait();
-      const ExactBucket& b = buckets_[index];
-      std::vector<at::Tensor> dst, src;
-      for (size_t m = 0; m < b.members.size(); ++m) {
-        dst.push_back(out[b.members[m]]);
-        src.push_back(b.means.narrow(0, b.offsets[m], dst.back().numel()).view(dst.back().sizes()));
-      }
-      copyEach(dst, src);
-    }
-  }
-
-  // The batched path: b.means over elements [begin, end) of the bucket from its sums, in one
-  // call for every member's piece there; a piece whose sums may exceed 2^53 (only near the
-  // range limit) is redone by the exact per-tensor path.
-  void meansOfBucket(ExactBucket& b, int64_t begin, int64_t end, const std::vector<double>& globalMax,
-                     int64_t totalContributions) {
-    std::vector<int64_t> lengths;
-    std::vector<int> exponents;
-    std::vector<std::pair<int64_t, int64_t>> large;  // (offset, length) of pieces to redo
-    int64_t first = -1;
-    for (size_t m = 0; m < b.members.size(); ++m) {
-      const size_t t = b.members[m];
-      const int64_t memberEnd = m + 1 < b.members.size() ? b.offsets[m + 1] : b.sums.numel();
-      const int64_t lo = std::max(begin, b.offsets[m]);
-      const int64_t to = std::min(end, memberEnd);
-      if (lo >= to) continue;
-      if (first < 0) first = lo;
-      lengths.push_back(to - lo);
-      exponents.push_back(state_.exponents[t]);
-      if (!fixed::sumsFitDouble(globalMax[t], state_.exponents[t], totalContributions)) large.emplace_back(lo, to - lo);
-    }
-    if (lengths.empty()) return;
-    int64_t total = 0;
-    for (int64_t n : lengths) total += n;
-    fixed::dequantiseMeanMany(b.sums.narrow(0, first, total), b.means.narrow(0, first, total), lengths,
-                              exponents, totalContributions);
-    for (const auto& [offset, length] : large) {
-      const size_t m = size_t(std::upper_bound(b.offsets.begin(), b.offsets.end(), offset) - b.offsets.begin()) - 1;
-      fixed::dequantiseMean(b.sums.narrow(0, offset, length), b.means.narrow(0, offset, length),
-                            totalContributions, state_.exponents[b.members[m]]);
+      exact::copyMeansOut(buckets_[index], out);
     }
   }
 
@@ -511,8 +428,8 @@ class ExactReducer final : public GradientReducer {
   std::vector<at::Tensor> held_;                // batched, streamed: gradients of incomplete buckets
   std::vector<size_t> heldInBucket_;            // how many each bucket holds
   std::vector<std::vector<int64_t>> shapes_;
-  std::vector<ExactBucket> buckets_;
-  std::vector<Slot> slots_;
+  std::vector<exact::Bucket> buckets_;
+  std::vector<exact::Slot> slots_;
   std::unique_ptr<BucketLaunches> launches_;
   ExactReducerState state_;  // checkpointed: what later steps depend on
   // Per step.
