@@ -97,6 +97,18 @@ void Painter::rectangle(double x, double y, double width, double height, Colour 
   cairo_fill(cr_);
 }
 
+void Painter::frame(double x, double y, double width, double height, Colour c, double lineWidth) {
+  colour(c);
+  cairo_set_line_width(cr_, lineWidth);
+  cairo_rectangle(cr_, x, y, width, height);
+  cairo_stroke(cr_);
+}
+
+void Painter::fontSize(double size) {
+  fontSize_ = size;
+  cairo_set_font_size(cr_, fontSize_);
+}
+
 double Painter::textWidth(const std::string& s) {
   cairo_text_extents_t e;
   cairo_text_extents(cr_, s.c_str(), &e);

@@ -1,5 +1,5 @@
-// The cairo drawing shared by tl's plots (tl-profile's throughput plot, tl-report's line
-// plots): a canvas that owns the image surface and encodes it as PNG, and a painter with the
+// The cairo drawing shared by tl's plots (tl-profile's throughput plot and heat map, tl-report's
+// line plots, tl-sim's figures): a canvas that owns the image surface and encodes it as PNG, and a painter with the
 // few primitives the plots need, in pixel coordinates, y down. Torch-free.
 #pragma once
 
@@ -51,6 +51,10 @@ class Painter {
   void disc(double cx, double cy, double radius, Colour c);
   void square(double cx, double cy, double half, Colour c);
   void rectangle(double x, double y, double width, double height, Colour c);  // filled
+  // A rectangle's outline, `lineWidth` pixels wide, centred on its edges.
+  void frame(double x, double y, double width, double height, Colour c, double lineWidth);
+  // The size of the text drawn from now on (and measured by textWidth).
+  void fontSize(double size);
   double textWidth(const std::string& s);
   // Text whose box is placed relative to (x, y): ax = 0 left, 0.5 centre, 1 right; the
   // vertical centre of digits and capitals at y. `up`: turned to read bottom to top.

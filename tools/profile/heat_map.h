@@ -2,7 +2,7 @@
 // (rows) as a heat map (light: slow, dark blue: fast) with each cell's value written in it,
 // the recommended cell outlined in green, and in each cell a check burst measured its measured
 // images/s under the prediction, marked with an orange dot; a legend under the axis names the
-// marks. Drawn with cairo and encoded as PNG.
+// marks. Drawn with tools/plot's painter and encoded as PNG.
 #pragma once
 
 #include <string>
