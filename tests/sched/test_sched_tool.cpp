@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/files.h"
-#include "tests/profile/png_check.h"
+#include "tests/support/png_check.h"
 #include "tools/sched/profiles.h"
 
 namespace {

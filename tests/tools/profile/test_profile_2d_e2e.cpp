@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/submit/csv.h"
-#include "tests/profile/png_check.h"
+#include "tests/support/png_check.h"
 #include "tests/support/run_command.h"
 
 namespace {

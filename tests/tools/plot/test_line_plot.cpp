@@ -8,7 +8,7 @@
 #include "common/files.h"
 #include "tools/plot/csv_columns.h"
 #include "tools/plot/line_plot.h"
-#include "tests/profile/png_check.h"
+#include "tests/support/png_check.h"
 #include "tests/support/run_command.h"
 
 namespace {

@@ -11,7 +11,7 @@
 #include "tools/profile/heat_map.h"
 #include "tools/profile/profile_grid.h"
 #include "tools/submit/csv.h"
-#include "tests/profile/png_check.h"
+#include "tests/support/png_check.h"
 #include "tests/support/run_command.h"
 
 namespace tl::profile {

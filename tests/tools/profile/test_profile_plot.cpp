@@ -8,7 +8,7 @@
 
 #include "common/check.h"
 #include "tools/profile/throughput_plot.h"
-#include "tests/profile/png_check.h"
+#include "tests/support/png_check.h"
 #include "tests/support/run_command.h"
 
 namespace {
