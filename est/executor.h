@@ -155,6 +155,9 @@ class EstExecutor {
   // Bytes the last changeLayout sent: the contexts of ESTs that changed process, and the
   // replica (model, optimizer and reducer state) for each member that joined.
   int64_t lastLayoutBytes() const { return lastLayoutBytes_; }
+  // Seconds the last changeLayout spent moving the replica to joining members (on this
+  // process; 0 when no member joined or this one took no part).
+  double lastReplicaSeconds() const { return lastReplicaSeconds_; }
 
   // Speed measurements for placement planning (--placement auto): compute seconds per local
   // EST in the last step (forward + backward, no communication; replays included) and the
@@ -204,6 +207,7 @@ class EstExecutor {
   std::unique_ptr<LoaderTuningWindow> tuning_;
   data::LoaderStats retiredLoaders_;  // loaders of this run already replaced
   int64_t lastLayoutBytes_ = 0;
+  double lastReplicaSeconds_ = 0;
   double lastComputePerEst_ = 0;
   double bytesPerEst_ = 0;
   double slowdown_ = 1.0;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <ctime>
 
 #include "common/check.h"
 #include "common/clock.h"
@@ -21,6 +23,12 @@ using nlohmann::json;
 // Every boundary's broadcast: null (nothing changes) is one byte, a command for a few members
 // fits too; a larger one costs a second broadcast.
 const comm::JsonCollectiveOptions kBoundaryCollective{64, {}};
+
+double processCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
 
 std::vector<std::string> hostNames(const control::Request& r) {
   std::vector<std::string> names;
@@ -41,7 +49,10 @@ struct ElasticController::Pending {
 
 ElasticController::ElasticController(Membership& membership, CheckpointPolicy& policy, ElasticSettings settings,
                                      train::MetricsLog* metrics)
-    : membership_(membership), policy_(policy), settings_(std::move(settings)), metrics_(metrics) {}
+    : membership_(membership), policy_(policy), settings_(std::move(settings)), metrics_(metrics) {
+  const char* times = std::getenv("TL_RESCALE_STEP_TIMES");
+  timeStepsWanted_ = times && std::string(times) == "1";
+}
 
 ElasticController::~ElasticController() {
   if (grow_) grow_->cancel("the job ended");
@@ -188,6 +199,32 @@ std::optional<LayoutCommand> ElasticController::growProgress(int64_t stepsDone, 
 }
 
 est::StepAction ElasticController::afterStep(int64_t stepsDone, est::EstExecutor& executor) {
+  if (stepTimes_.on) timeStep(stepsDone, executor);
+  const est::StepAction action = boundary(stepsDone, executor);
+  if (stepTimes_.on) {  // the next step starts here (the change itself is not part of it)
+    stepTimes_.start = Clock::now();
+    stepTimes_.cpuStart = processCpuSeconds();
+  }
+  return action;
+}
+
+// A step after a timed change (LayoutCommand::timeSteps) ended: this member's wall and CPU
+// seconds for it; two steps after the change, one allgather (the same boundary on every member)
+// and the lead writes them all.
+void ElasticController::timeStep(int64_t stepsDone, est::EstExecutor& executor) {
+  StepTimes& t = stepTimes_;
+  if (stepsDone <= t.changedAt) return;
+  t.wall.push_back(secondsSince(t.start));
+  t.cpu.push_back(processCpuSeconds() - t.cpuStart);
+  if (stepsDone < t.changedAt + 2) return;
+  t.on = false;
+  const json mine = {{"rank", executor.comm().rank()}, {"joined", t.joined}, {"wall_s", t.wall}, {"cpu_s", t.cpu}};
+  const std::vector<json> all = comm::allgatherJson(executor.comm(), mine);
+  if (lead() && metrics_ && metrics_->enabled())
+    metrics_->write({{"type", "rescale_steps"}, {"step", t.changedAt}, {"processes", all}});
+}
+
+est::StepAction ElasticController::boundary(int64_t stepsDone, est::EstExecutor& executor) {
   const auto t0 = Clock::now();
   if (policy_.afterStep(stepsDone, executor) == est::StepAction::Stop) {
     finish("the job stopped");
@@ -204,11 +241,14 @@ est::StepAction ElasticController::afterStep(int64_t stepsDone, est::EstExecutor
     command.target = *replan;
     command.leave.assign(replan->size(), 0);
   }
+  if (command.kind == LayoutCommand::Placement || command.kind == LayoutCommand::Rescale)
+    command.timeSteps = timeStepsWanted_;
   // One broadcast from the lead: what changes at this boundary (almost always nothing: null).
   const json sent = lead() && command.kind != LayoutCommand::None ? toJson(command) : json(nullptr);
   const json received = comm::broadcastJson(executor.comm(), sent, 0, kBoundaryCollective);
   if (received.is_null()) return est::StepAction::Continue;
   command = layoutCommandFromJson(received);
+  lastBoundary_ = secondsSince(t0);
   if (command.kind == LayoutCommand::Checkpoint || command.kind == LayoutCommand::Stop)
     return checkpointOrStop(command, stepsDone, executor);
 
@@ -261,8 +301,10 @@ void ElasticController::reportRescale(const LayoutCommand& command, int64_t step
                      {"bytes_moved", executor.lastLayoutBytes()},
                      {"started_processes", command.joiners},
                      {"startup_s", startup},
+                     {"boundary_s", lastBoundary_},
                      {"communicators_s", lastChange_.communicators},
                      {"layout_change_s", lastChange_.layout},
+                     {"transfer_s", lastChange_.transfer},
                      {"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}});
   }
   {
@@ -286,6 +328,14 @@ bool ElasticController::apply(const LayoutCommand& command, est::EstExecutor& ex
       std::any_of(command.leave.begin(), command.leave.end(), [](int x) { return x != 0; })) {
     members_ = gatherMembers(executor.comm(), membership_);
     if (membersChanged_) membersChanged_(members_);
+  }
+  stepTimes_ = StepTimes();
+  if (command.timeSteps) {
+    stepTimes_.on = true;
+    stepTimes_.joined = joining != nullptr;
+    stepTimes_.changedAt = executor.stepsDone();
+    stepTimes_.start = Clock::now();
+    stepTimes_.cpuStart = processCpuSeconds();
   }
   return true;
 }
