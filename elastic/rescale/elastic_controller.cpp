@@ -176,8 +176,10 @@ std::optional<LayoutCommand> ElasticController::checkPending(int64_t stepsDone, 
   pending_->command = verdict.command;
   if (pending_->command.joiners > 0) {
     spdlog::info("control: starting {} process(es) while the job trains", pending_->command.joiners);
+    JoinOffer offer = settings_.offer;
+    if (const char* warm = std::getenv("TL_JOIN_WARMUP")) offer.warmUp = std::atoi(warm);
     grow_ = std::make_unique<Grow>(settings_.program, int(pending_->command.joiners), taken.request.hosts, members_,
-                                   settings_.offer);
+                                   offer);
     return std::nullopt;
   }
   return dueAt(stepsDone) ? std::optional<LayoutCommand>(pending_->command) : std::nullopt;
