@@ -22,6 +22,7 @@ void EstExecutor::changeLayout(Placement placement, comm::Communicator* host, co
   std::vector<EstContext> all = gatherContexts(old, placement_, local_, -1);
   lastLayoutBytes_ = 0;
   lastReplicaSeconds_ = 0;
+  lastReplicaBytes_ = 0;
   for (const EstContext& c : all) {
     if (placement.owner(c.logicalRank) != placement_.owner(c.logicalRank))
       lastLayoutBytes_ += int64_t(packContext(c).size());
@@ -39,7 +40,7 @@ void EstExecutor::changeLayout(Placement placement, comm::Communicator* host, co
     if (party) {
       const auto began = std::chrono::steady_clock::now();
       JobState mine;
-      if (old.rank() == root) mine = captureReplica();
+      if (old.rank() == root) mine = captureReplica(/*copies=*/false);  // only read, by the broadcast
       JobState got;
       got.model = broadcastNamedTensors(*party, mine.model, 0);
       got.optimizer = broadcastNamedTensors(*party, mine.optimizer, 0);
@@ -54,7 +55,8 @@ void EstExecutor::changeLayout(Placement placement, comm::Communicator* host, co
       lastReplicaSeconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     }
     old.allreduce(replicaBytes, comm::ReduceOp::Max);
-    lastLayoutBytes_ += replicaBytes.item<int64_t>() * joiners.item<int>();
+    lastReplicaBytes_ = replicaBytes.item<int64_t>();
+    lastLayoutBytes_ += lastReplicaBytes_ * joiners.item<int>();
   }
 
   placement_ = std::move(placement);

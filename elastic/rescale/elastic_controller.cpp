@@ -1,5 +1,6 @@
 #include "elastic/rescale/elastic_controller.h"
 
+#include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -222,8 +223,33 @@ void ElasticController::timeStep(int64_t stepsDone, est::EstExecutor& executor) 
   t.on = false;
   const json mine = {{"rank", executor.comm().rank()}, {"joined", t.joined}, {"wall_s", t.wall}, {"cpu_s", t.cpu}};
   const std::vector<json> all = comm::allgatherJson(executor.comm(), mine);
-  if (lead() && metrics_ && metrics_->enabled())
-    metrics_->write({{"type", "rescale_steps"}, {"step", t.changedAt}, {"processes", all}});
+  json record = {{"type", "rescale_steps"}, {"step", t.changedAt}, {"processes", all}};
+  if (t.replicaBytes > 0) {
+    const double link = linkSeconds(t.replicaBytes, executor);
+    record["link_bytes"] = t.replicaBytes;
+    record["link_s"] = link;
+  }
+  if (lead() && metrics_ && metrics_->enabled()) metrics_->write(record);
+}
+
+// What the link itself carries, for the transfer to be measured against: one broadcast of
+// `bytes` (one copy of the replica, already paged in) from rank 0 to the members that joined,
+// over a communicator split from the job's as the transfer's was; the slowest member's
+// seconds. Collective over the job (every member knows whether it joined).
+double ElasticController::linkSeconds(int64_t bytes, est::EstExecutor& executor) {
+  comm::Communicator& job = executor.comm();
+  const bool inParty = job.rank() == 0 || stepTimes_.joined;
+  auto party = job.split(inParty ? 0 : -1, job.rank());
+  at::Tensor seconds = at::zeros({1}, at::kDouble);
+  if (party) {
+    at::Tensor buffer = at::zeros({bytes}, at::kByte);
+    party->barrier();
+    const auto t0 = Clock::now();
+    party->broadcast(buffer, 0);
+    seconds.fill_(secondsSince(t0));
+  }
+  job.allreduce(seconds, comm::ReduceOp::Max);
+  return seconds.item<double>();
 }
 
 est::StepAction ElasticController::boundary(int64_t stepsDone, est::EstExecutor& executor) {
@@ -338,6 +364,7 @@ bool ElasticController::apply(const LayoutCommand& command, est::EstExecutor& ex
     stepTimes_.changedAt = executor.stepsDone();
     stepTimes_.start = Clock::now();
     stepTimes_.cpuStart = processCpuSeconds();
+    stepTimes_.replicaBytes = executor.lastReplicaBytes();
   }
   return true;
 }

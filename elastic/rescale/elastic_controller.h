@@ -118,7 +118,9 @@ class ElasticController final : public est::StepObserver {
     std::chrono::steady_clock::time_point start;
     double cpuStart = 0;
     std::vector<double> wall, cpu;  // per step after the change
+    int64_t replicaBytes = 0;       // one copy of the replica sent to the joiners (0: none)
   };
+  double linkSeconds(int64_t bytes, est::EstExecutor& executor);
   StepTimes stepTimes_;
   bool timeStepsWanted_ = false;  // lead: TL_RESCALE_STEP_TIMES=1
   MemberList members_;            // by rank
