@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/check.h"
@@ -50,12 +51,12 @@ std::vector<EstContext> gatherContexts(comm::Communicator& comm, const Placement
 }
 
 std::vector<std::pair<std::string, at::Tensor>> broadcastNamedTensors(
-    comm::Communicator& comm, const std::vector<std::pair<std::string, at::Tensor>>& mine, int root) {
-  // The root writes one record per tensor (name, dtype, shape, bytes) straight into the buffer
-  // it broadcasts: a layout change moves the whole replica, so copies count.
-  std::vector<uint8_t> headers;  // the records without their tensor bytes, in order
-  std::vector<at::Tensor> contiguous;
-  int64_t total = 0;
+    comm::Communicator& comm, const std::vector<std::pair<std::string, at::Tensor>>& mine, int root,
+    int64_t chunkBytes) {
+  TL_CHECK_GT(chunkBytes, 0);
+  // The records without their bytes first (name, dtype, shape, byte count), in one broadcast.
+  std::vector<uint8_t> headers;
+  std::vector<at::Tensor> tensors;  // the root's, contiguous on the CPU; elsewhere, to receive into
   if (comm.rank() == root) {
     appendInt(headers, int64_t(mine.size()));
     for (const auto& [name, tensor] : mine) {
@@ -66,37 +67,20 @@ std::vector<std::pair<std::string, at::Tensor>> broadcastNamedTensors(
       appendInt(headers, t.dim());
       for (int64_t s : t.sizes()) appendInt(headers, s);
       appendInt(headers, int64_t(t.numel() * t.element_size()));
-      total += int64_t(t.numel() * t.element_size());
-      contiguous.push_back(std::move(t));
+      tensors.push_back(std::move(t));
     }
-    total += int64_t(headers.size());
   }
-  at::Tensor length = at::full({1}, total, at::kLong);
+  at::Tensor length = at::full({1}, int64_t(headers.size()), at::kLong);
   comm.broadcast(length, root);
-  at::Tensor buffer = at::empty({length.item<int64_t>()}, at::kByte);
-  if (comm.rank() == root) {
-    uint8_t* out = buffer.data_ptr<uint8_t>();
-    const uint8_t* h = headers.data();
-    auto copyHeader = [&](size_t n) {
-      std::memcpy(out, h, n);
-      out += n;
-      h += n;
-    };
-    copyHeader(8);
-    for (size_t i = 0; i < contiguous.size(); ++i) {
-      const at::Tensor& t = contiguous[i];
-      copyHeader(8 + mine[i].first.size() + 8 + 8 + 8 * size_t(t.dim()) + 8);
-      const size_t n = t.numel() * t.element_size();
-      std::memcpy(out, t.data_ptr(), n);
-      out += n;
-    }
-  }
-  comm.broadcast(buffer, root);
+  at::Tensor head = at::empty({length.item<int64_t>()}, at::kByte);
+  if (comm.rank() == root) std::memcpy(head.data_ptr<uint8_t>(), headers.data(), headers.size());
+  comm.broadcast(head, root);
 
   std::vector<std::pair<std::string, at::Tensor>> out;
-  const uint8_t* p = buffer.data_ptr<uint8_t>();
-  const uint8_t* end = p + buffer.numel();
+  const uint8_t* p = head.data_ptr<uint8_t>();
+  const uint8_t* end = p + head.numel();
   const int64_t count = readInt(p, end, "named tensor");
+  int64_t total = 0;
   for (int64_t i = 0; i < count; ++i) {
     const int64_t nameLen = readInt(p, end, "named tensor");
     TL_CHECK(nameLen >= 0 && end - p >= nameLen, "named tensor record truncated");
@@ -106,11 +90,50 @@ std::vector<std::pair<std::string, at::Tensor>> broadcastNamedTensors(
     std::vector<int64_t> sizes(size_t(readInt(p, end, "named tensor")));
     for (auto& s : sizes) s = readInt(p, end, "named tensor");
     const int64_t n = readInt(p, end, "named tensor");
-    at::Tensor t = at::empty(sizes, at::TensorOptions().dtype(dtype));
-    TL_CHECK(n == int64_t(t.numel() * t.element_size()) && end - p >= n, "named tensor '", name, "' truncated");
-    std::memcpy(t.data_ptr(), p, size_t(n));
-    p += n;
-    out.emplace_back(std::move(name), std::move(t));
+    if (comm.rank() != root) tensors.push_back(at::empty(sizes, at::TensorOptions().dtype(dtype)));
+    const at::Tensor& t = tensors.at(size_t(i));
+    TL_CHECK(n == int64_t(t.numel() * t.element_size()), "named tensor '", name, "' truncated");
+    total += n;
+    out.emplace_back(std::move(name), t);
+  }
+
+  // Then their bytes as one stream, `chunkBytes` at a time through one buffer that is reused:
+  // no buffer of the whole replica to page in, and no copy of it on the root beforehand.
+  at::Tensor chunk = at::empty({std::min(chunkBytes, std::max<int64_t>(total, 1))}, at::kByte);
+  uint8_t* c = chunk.data_ptr<uint8_t>();
+  size_t tensor = 0;
+  int64_t offset = 0;  // within `tensor`
+  auto stream = [&](int64_t n, bool fill) {
+    int64_t done = 0;
+    while (done < n) {
+      const at::Tensor& t = tensors[tensor];
+      const int64_t bytes = int64_t(t.numel() * t.element_size());
+      const int64_t take = std::min(bytes - offset, n - done);
+      uint8_t* data = static_cast<uint8_t*>(t.data_ptr()) + offset;
+      if (fill) {
+        std::memcpy(c + done, data, size_t(take));
+      } else {
+        std::memcpy(data, c + done, size_t(take));
+      }
+      done += take;
+      offset += take;
+      if (offset == bytes) {
+        ++tensor;
+        offset = 0;
+      }
+    }
+  };
+  auto skipEmpty = [&] {
+    while (tensor < tensors.size() && tensors[tensor].numel() == 0) ++tensor;
+  };
+  for (int64_t sent = 0; sent < total;) {
+    const int64_t n = std::min(chunkBytes, total - sent);
+    at::Tensor piece = chunk.narrow(0, 0, n);
+    skipEmpty();
+    if (comm.rank() == root) stream(n, true);
+    comm.broadcast(piece, root);
+    if (comm.rank() != root) stream(n, false);
+    sent += n;
   }
   return out;
 }

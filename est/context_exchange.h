@@ -22,8 +22,14 @@ std::vector<EstContext> gatherContexts(comm::Communicator& comm, const Placement
                                        const std::vector<EstContext>& local, int root);
 
 // Collective over `comm`: every member gets `root`'s named CPU tensors (names, dtypes and
-// shapes included; what other members pass is ignored).
+// shapes included; what other members pass is ignored). The root gets its own tensors back
+// (not copies, when they are contiguous CPU tensors). The bytes travel in broadcasts of at
+// most `chunkBytes` through one reused buffer (issue 43: no whole-replica buffer to page in).
+// 2 MiB: the buffer stays in cache; over shared memory that moved ResNet-18's replica at the
+// speed of one plain broadcast, where 8 MiB took 1.6x and 32 MiB 2.6x as long
+// (bench_replica_transfer, docs/design/grow-pause.md).
 std::vector<std::pair<std::string, at::Tensor>> broadcastNamedTensors(
-    comm::Communicator& comm, const std::vector<std::pair<std::string, at::Tensor>>& mine, int root);
+    comm::Communicator& comm, const std::vector<std::pair<std::string, at::Tensor>>& mine, int root,
+    int64_t chunkBytes = int64_t(2) << 20);
 
 }  // namespace tl::est

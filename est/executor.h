@@ -155,6 +155,11 @@ class EstExecutor {
   // Bytes the last changeLayout sent: the contexts of ESTs that changed process, and the
   // replica (model, optimizer and reducer state) for each member that joined.
   int64_t lastLayoutBytes() const { return lastLayoutBytes_; }
+  // Seconds the last changeLayout spent moving the replica to joining members (on this
+  // process; 0 when no member joined or this one took no part).
+  double lastReplicaSeconds() const { return lastReplicaSeconds_; }
+  // The bytes of one copy of the replica the last changeLayout sent (0: none sent).
+  int64_t lastReplicaBytes() const { return lastReplicaBytes_; }
 
   // Speed measurements for placement planning (--placement auto): compute seconds per local
   // EST in the last step (forward + backward, no communication; replays included) and the
@@ -185,8 +190,9 @@ class EstExecutor {
   StepAction stepBoundary(StepObserver* observer, double computeSeconds, int64_t consumed,
                           train::TrainResult& result);
   data::LoaderStats loaderStats() const;
-  // Model, optimizer and reducer state, without contexts (executor_state.cpp).
-  JobState captureReplica() const;
+  // Model, optimizer and reducer state, without contexts (executor_state.cpp); `copies` false:
+  // the live CPU tensors themselves (to be read before the next update).
+  JobState captureReplica(bool copies = true) const;
   void loadReplicaState(const JobState& state);
 
   JobConfig config_;
@@ -204,6 +210,8 @@ class EstExecutor {
   std::unique_ptr<LoaderTuningWindow> tuning_;
   data::LoaderStats retiredLoaders_;  // loaders of this run already replaced
   int64_t lastLayoutBytes_ = 0;
+  double lastReplicaSeconds_ = 0;
+  int64_t lastReplicaBytes_ = 0;
   double lastComputePerEst_ = 0;
   double bytesPerEst_ = 0;
   double slowdown_ = 1.0;

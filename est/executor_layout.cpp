@@ -1,6 +1,8 @@
 // EstExecutor::changeLayout: a new set of members and a new placement at a step boundary.
 #include <ATen/ATen.h>
 
+#include <chrono>
+
 #include "common/check.h"
 #include "est/context_exchange.h"
 #include "est/executor.h"
@@ -19,6 +21,8 @@ void EstExecutor::changeLayout(Placement placement, comm::Communicator* host, co
   comm::Communicator& old = *host_;
   std::vector<EstContext> all = gatherContexts(old, placement_, local_, -1);
   lastLayoutBytes_ = 0;
+  lastReplicaSeconds_ = 0;
+  lastReplicaBytes_ = 0;
   for (const EstContext& c : all) {
     if (placement.owner(c.logicalRank) != placement_.owner(c.logicalRank))
       lastLayoutBytes_ += int64_t(packContext(c).size());
@@ -34,8 +38,9 @@ void EstExecutor::changeLayout(Placement placement, comm::Communicator* host, co
     auto party = old.split(old.rank() == root || joining ? 0 : -1, old.rank() == root ? 0 : 1 + old.rank());
     at::Tensor replicaBytes = at::zeros({1}, at::kLong);
     if (party) {
+      const auto began = std::chrono::steady_clock::now();
       JobState mine;
-      if (old.rank() == root) mine = captureReplica();
+      if (old.rank() == root) mine = captureReplica(/*copies=*/false);  // only read, by the broadcast
       JobState got;
       got.model = broadcastNamedTensors(*party, mine.model, 0);
       got.optimizer = broadcastNamedTensors(*party, mine.optimizer, 0);
@@ -47,9 +52,11 @@ void EstExecutor::changeLayout(Placement placement, comm::Communicator* host, co
       for (const auto* part : {&got.model, &got.optimizer, &got.reducer}) {
         for (const auto& [name, tensor] : *part) replicaBytes += int64_t(tensor.nbytes());
       }
+      lastReplicaSeconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     }
     old.allreduce(replicaBytes, comm::ReduceOp::Max);
-    lastLayoutBytes_ += replicaBytes.item<int64_t>() * joiners.item<int>();
+    lastReplicaBytes_ = replicaBytes.item<int64_t>();
+    lastLayoutBytes_ += lastReplicaBytes_ * joiners.item<int>();
   }
 
   placement_ = std::move(placement);

@@ -21,12 +21,17 @@ JobState EstExecutor::captureState(int root) {
   return s;
 }
 
-JobState EstExecutor::captureReplica() const {
+JobState EstExecutor::captureReplica(bool copies) const {
   JobState s;
   s.stepsDone = stepsDone_;
-  for (auto& [name, t] : models::stateDict(*replica_->model)) s.model.emplace_back(name, t.detach().to(at::kCPU).clone());
-  for (auto& [name, t] : replica_->optimizer->state()) s.optimizer.emplace_back(name, t.to(at::kCPU).clone());
-  for (auto& [name, t] : replica_->reducer->state()) s.reducer.emplace_back(name, t.to(at::kCPU).clone());
+  // Without copies: the live tensors (CPU) or their CPU copies (a device), for reading at once.
+  auto cpu = [copies](const at::Tensor& t) {
+    at::Tensor c = t.detach().to(at::kCPU);
+    return copies ? c.clone() : c;
+  };
+  for (auto& [name, t] : models::stateDict(*replica_->model)) s.model.emplace_back(name, cpu(t));
+  for (auto& [name, t] : replica_->optimizer->state()) s.optimizer.emplace_back(name, cpu(t));
+  for (auto& [name, t] : replica_->reducer->state()) s.reducer.emplace_back(name, cpu(t));
   return s;
 }
 

@@ -1,9 +1,12 @@
 #include "elastic/rescale/elastic_controller.h"
 
+#include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <ctime>
 
 #include "common/check.h"
 #include "common/clock.h"
@@ -21,6 +24,12 @@ using nlohmann::json;
 // Every boundary's broadcast: null (nothing changes) is one byte, a command for a few members
 // fits too; a larger one costs a second broadcast.
 const comm::JsonCollectiveOptions kBoundaryCollective{64, {}};
+
+double processCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
 
 std::vector<std::string> hostNames(const control::Request& r) {
   std::vector<std::string> names;
@@ -41,7 +50,10 @@ struct ElasticController::Pending {
 
 ElasticController::ElasticController(Membership& membership, CheckpointPolicy& policy, ElasticSettings settings,
                                      train::MetricsLog* metrics)
-    : membership_(membership), policy_(policy), settings_(std::move(settings)), metrics_(metrics) {}
+    : membership_(membership), policy_(policy), settings_(std::move(settings)), metrics_(metrics) {
+  const char* times = std::getenv("TL_RESCALE_STEP_TIMES");
+  timeStepsWanted_ = times && std::string(times) == "1";
+}
 
 ElasticController::~ElasticController() {
   if (grow_) grow_->cancel("the job ended");
@@ -165,8 +177,10 @@ std::optional<LayoutCommand> ElasticController::checkPending(int64_t stepsDone, 
   pending_->command = verdict.command;
   if (pending_->command.joiners > 0) {
     spdlog::info("control: starting {} process(es) while the job trains", pending_->command.joiners);
+    JoinOffer offer = settings_.offer;
+    if (const char* warm = std::getenv("TL_JOIN_WARMUP")) offer.warmUp = std::atoi(warm);
     grow_ = std::make_unique<Grow>(settings_.program, int(pending_->command.joiners), taken.request.hosts, members_,
-                                   settings_.offer);
+                                   offer);
     return std::nullopt;
   }
   return dueAt(stepsDone) ? std::optional<LayoutCommand>(pending_->command) : std::nullopt;
@@ -188,6 +202,57 @@ std::optional<LayoutCommand> ElasticController::growProgress(int64_t stepsDone, 
 }
 
 est::StepAction ElasticController::afterStep(int64_t stepsDone, est::EstExecutor& executor) {
+  if (stepTimes_.on) timeStep(stepsDone, executor);
+  const est::StepAction action = boundary(stepsDone, executor);
+  if (stepTimes_.on) {  // the next step starts here (the change itself is not part of it)
+    stepTimes_.start = Clock::now();
+    stepTimes_.cpuStart = processCpuSeconds();
+  }
+  return action;
+}
+
+// A step after a timed change (LayoutCommand::timeSteps) ended: this member's wall and CPU
+// seconds for it; two steps after the change, one allgather (the same boundary on every member)
+// and the lead writes them all.
+void ElasticController::timeStep(int64_t stepsDone, est::EstExecutor& executor) {
+  StepTimes& t = stepTimes_;
+  if (stepsDone <= t.changedAt) return;
+  t.wall.push_back(secondsSince(t.start));
+  t.cpu.push_back(processCpuSeconds() - t.cpuStart);
+  if (stepsDone < t.changedAt + 2) return;
+  t.on = false;
+  const json mine = {{"rank", executor.comm().rank()}, {"joined", t.joined}, {"wall_s", t.wall}, {"cpu_s", t.cpu}};
+  const std::vector<json> all = comm::allgatherJson(executor.comm(), mine);
+  json record = {{"type", "rescale_steps"}, {"step", t.changedAt}, {"processes", all}};
+  if (t.replicaBytes > 0) {
+    const double link = linkSeconds(t.replicaBytes, executor);
+    record["link_bytes"] = t.replicaBytes;
+    record["link_s"] = link;
+  }
+  if (lead() && metrics_ && metrics_->enabled()) metrics_->write(record);
+}
+
+// What the link itself carries, for the transfer to be measured against: one broadcast of
+// `bytes` (one copy of the replica, already paged in) from rank 0 to the members that joined,
+// over a communicator split from the job's as the transfer's was; the slowest member's
+// seconds. Collective over the job (every member knows whether it joined).
+double ElasticController::linkSeconds(int64_t bytes, est::EstExecutor& executor) {
+  comm::Communicator& job = executor.comm();
+  const bool inParty = job.rank() == 0 || stepTimes_.joined;
+  auto party = job.split(inParty ? 0 : -1, job.rank());
+  at::Tensor seconds = at::zeros({1}, at::kDouble);
+  if (party) {
+    at::Tensor buffer = at::zeros({bytes}, at::kByte);
+    party->barrier();
+    const auto t0 = Clock::now();
+    party->broadcast(buffer, 0);
+    seconds.fill_(secondsSince(t0));
+  }
+  job.allreduce(seconds, comm::ReduceOp::Max);
+  return seconds.item<double>();
+}
+
+est::StepAction ElasticController::boundary(int64_t stepsDone, est::EstExecutor& executor) {
   const auto t0 = Clock::now();
   if (policy_.afterStep(stepsDone, executor) == est::StepAction::Stop) {
     finish("the job stopped");
@@ -204,11 +269,14 @@ est::StepAction ElasticController::afterStep(int64_t stepsDone, est::EstExecutor
     command.target = *replan;
     command.leave.assign(replan->size(), 0);
   }
+  if (command.kind == LayoutCommand::Placement || command.kind == LayoutCommand::Rescale)
+    command.timeSteps = timeStepsWanted_;
   // One broadcast from the lead: what changes at this boundary (almost always nothing: null).
   const json sent = lead() && command.kind != LayoutCommand::None ? toJson(command) : json(nullptr);
   const json received = comm::broadcastJson(executor.comm(), sent, 0, kBoundaryCollective);
   if (received.is_null()) return est::StepAction::Continue;
   command = layoutCommandFromJson(received);
+  lastBoundary_ = secondsSince(t0);
   if (command.kind == LayoutCommand::Checkpoint || command.kind == LayoutCommand::Stop)
     return checkpointOrStop(command, stepsDone, executor);
 
@@ -261,8 +329,10 @@ void ElasticController::reportRescale(const LayoutCommand& command, int64_t step
                      {"bytes_moved", executor.lastLayoutBytes()},
                      {"started_processes", command.joiners},
                      {"startup_s", startup},
+                     {"boundary_s", lastBoundary_},
                      {"communicators_s", lastChange_.communicators},
                      {"layout_change_s", lastChange_.layout},
+                     {"transfer_s", lastChange_.transfer},
                      {"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}});
   }
   {
@@ -286,6 +356,15 @@ bool ElasticController::apply(const LayoutCommand& command, est::EstExecutor& ex
       std::any_of(command.leave.begin(), command.leave.end(), [](int x) { return x != 0; })) {
     members_ = gatherMembers(executor.comm(), membership_);
     if (membersChanged_) membersChanged_(members_);
+  }
+  stepTimes_ = StepTimes();
+  if (command.timeSteps) {
+    stepTimes_.on = true;
+    stepTimes_.joined = joining != nullptr;
+    stepTimes_.changedAt = executor.stepsDone();
+    stepTimes_.start = Clock::now();
+    stepTimes_.cpuStart = processCpuSeconds();
+    stepTimes_.replicaBytes = executor.lastReplicaBytes();
   }
   return true;
 }

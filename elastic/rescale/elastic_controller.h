@@ -5,6 +5,7 @@
 // docs/design/elasticity.md ("In-place rescale: the protocol") has the protocol.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -80,6 +82,8 @@ class ElasticController final : public est::StepObserver {
 
  private:
   struct Pending;
+  est::StepAction boundary(int64_t stepsDone, est::EstExecutor& executor);
+  void timeStep(int64_t stepsDone, est::EstExecutor& executor);
   LayoutCommand nextCommand(int64_t stepsDone, est::EstExecutor& executor);
   std::optional<LayoutCommand> checkPending(int64_t stepsDone, est::EstExecutor& executor);
   std::optional<LayoutCommand> growProgress(int64_t stepsDone, est::EstExecutor& executor);
@@ -105,6 +109,20 @@ class ElasticController final : public est::StepObserver {
   int64_t requestsReceived_ = 0;  // control requests taken from the server, ever (status)
   double maxPause_ = 0;
   ChangeSeconds lastChange_;      // the last change's communicators and changeLayout
+  double lastBoundary_ = 0;       // the last change's boundary: the step's end to the command received
+  // TL_RESCALE_STEP_TIMES (LayoutCommand::timeSteps): this member's first steps on the new layout.
+  struct StepTimes {
+    bool on = false;
+    bool joined = false;      // this process joined at the change
+    int64_t changedAt = -1;   // the boundary of the change
+    std::chrono::steady_clock::time_point start;
+    double cpuStart = 0;
+    std::vector<double> wall, cpu;  // per step after the change
+    int64_t replicaBytes = 0;       // one copy of the replica sent to the joiners (0: none)
+  };
+  double linkSeconds(int64_t bytes, est::EstExecutor& executor);
+  StepTimes stepTimes_;
+  bool timeStepsWanted_ = false;  // lead: TL_RESCALE_STEP_TIMES=1
   MemberList members_;            // by rank
   std::function<void(const MemberList&)> membersChanged_;
 

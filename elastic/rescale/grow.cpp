@@ -20,7 +20,8 @@ json toJson(const JoinOffer& o) {
           {"checkpoint_every", o.checkpointEvery},
           {"stop_at_step", o.stopAtStep},
           {"recovery_dir", o.recoveryDir},
-          {"auto_placement", toJson(o.autoPlacement)}};
+          {"auto_placement", toJson(o.autoPlacement)},
+          {"warm_up", o.warmUp}};
 }
 
 JoinOffer joinOfferFromJson(const json& j) {
@@ -32,6 +33,7 @@ JoinOffer joinOfferFromJson(const json& j) {
   o.stopAtStep = j.at("stop_at_step").get<int64_t>();
   o.recoveryDir = j.value("recovery_dir", std::string());
   o.autoPlacement = autoPlacementFromJson(j.at("auto_placement"));
+  o.warmUp = j.value("warm_up", 2);
   return o;
 }
 

@@ -41,6 +41,11 @@ struct JoinOffer {
   int64_t stopAtStep = 0;
   std::string recoveryDir;  // tl-run's: the job keeps a copy of itself for recovery (recovery_guard.h)
   AutoPlacementOptions autoPlacement;  // every member takes part in its measurements
+  // How the started process warms up before it says it is ready (join_running_job.h): 2 in full
+  // (the default), 1 one forward and backward of a built-in model (as before issue 43), 0 not at
+  // all; set by TL_JOIN_WARMUP on the lead, only to measure what the warm-up saves
+  // (bench_inplace_rescale).
+  int warmUp = 2;
 };
 nlohmann::json toJson(const JoinOffer& offer);
 JoinOffer joinOfferFromJson(const nlohmann::json& json);

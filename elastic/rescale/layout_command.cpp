@@ -6,12 +6,14 @@ namespace tl::elastic {
 
 bool LayoutCommand::operator==(const LayoutCommand& o) const {
   return kind == o.kind && joiners == o.joiners && target == o.target && leave == o.leave &&
-         checkpoint == o.checkpoint && current == o.current;
+         checkpoint == o.checkpoint && current == o.current && timeSteps == o.timeSteps;
 }
 
 nlohmann::json toJson(const LayoutCommand& c) {
-  return {{"kind", int64_t(c.kind)}, {"joiners", c.joiners}, {"target", c.target},
-          {"leave", c.leave},        {"current", c.current}, {"checkpoint", c.checkpoint}};
+  nlohmann::json j = {{"kind", int64_t(c.kind)}, {"joiners", c.joiners}, {"target", c.target},
+                      {"leave", c.leave},        {"current", c.current}, {"checkpoint", c.checkpoint}};
+  if (c.timeSteps) j["time_steps"] = true;  // absent otherwise: the boundary broadcast stays as small
+  return j;
 }
 
 LayoutCommand layoutCommandFromJson(const nlohmann::json& j) {
@@ -25,6 +27,7 @@ LayoutCommand layoutCommandFromJson(const nlohmann::json& j) {
     c.leave = j.at("leave").get<std::vector<int>>();
     c.current = j.at("current").get<std::vector<int>>();
     c.checkpoint = j.at("checkpoint").get<bool>();
+    c.timeSteps = j.value("time_steps", false);
   } catch (const nlohmann::json::exception& e) {
     throw Error(str("layout command: ", e.what()));
   }

@@ -19,6 +19,10 @@ struct LayoutCommand {
   std::vector<int> leave;        // 1 for each member (of the widened job) that leaves
   bool checkpoint = false;       // Stop: write one first
   std::vector<int> current;      // a joiner's copy of the ESTs per member before the change
+  // Every member times its first two steps on the new layout and the lead writes them to
+  // metrics.jsonl ("rescale_steps"): one small allgather two steps after the change
+  // (TL_RESCALE_STEP_TIMES=1 on the lead; bench_inplace_rescale). Timing only.
+  bool timeSteps = false;
   bool operator==(const LayoutCommand& o) const;
 };
 

@@ -92,6 +92,7 @@ bool changeMembers(Membership& m, const LayoutCommand& command, est::EstExecutor
                         finalHost ? &m.forExecutor(*finalHost) : nullptr,
                         finalDevice ? &m.forExecutor(*finalDevice) : nullptr);
   took.layout = secondsSince(t1);
+  took.transfer = executor.lastReplicaSeconds();
   if (leaving) {
     m.retire(std::move(m.host), retired);
     m.retire(std::move(m.gpu), retired);

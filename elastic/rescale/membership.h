@@ -47,10 +47,12 @@ struct MemberList {
 // Collective over `members` (the executor's host communicator).
 MemberList gatherMembers(comm::Communicator& members, const Membership& membership);
 
-// How long the last change took: new communicators (join, split, NCCL), then changeLayout.
+// How long the last change took: new communicators (join, split, NCCL), then changeLayout, of
+// which `transfer` moved the replica to joining members.
 struct ChangeSeconds {
   double communicators = 0;
   double layout = 0;
+  double transfer = 0;
 };
 
 // On the lead: the j-th started process of `command`, told to join with the ESTs per member

@@ -103,6 +103,53 @@ TEST_F(InplaceRescale, AChainOfShrinksGrowsAndPlacementChangesKeepsTheDdpBits) {
   EXPECT_EQ(events[4]["started_processes"], 3);
 }
 
+// Issue 43: the joiners' warm-up is on by default (the chain above grows with it); off, and
+// with every member timing its first steps on the new layout (bench_inplace_rescale's
+// TL_RESCALE_STEP_TIMES: one extra allgather two steps after each change), the bits stay the
+// DDP run's, and the lead records each process's first two steps, the joiners marked.
+TEST_F(InplaceRescale, StepTimesAndAGrowWithoutWarmUpKeepTheDdpBits) {
+  ASSERT_FALSE(gReferenceSha.empty());
+  const std::string dir = freshDir("rescale_step_times");
+  const std::string out = dir + "/out";
+  BackgroundJob job(4, jobFlags() + " --output-dir " + out, dir,
+                    "env TL_RESCALE_STEP_TIMES=1 TL_JOIN_WARMUP=0 " + tl::testing::mpirunPrefix(4));
+  ASSERT_TRUE(job.waitForControl(out)) << job.log();
+  auto results = queueCommands({"rescale " + out + " --processes 2 --at-step 40", "rescale " + out + " --processes 4"},
+                               out, dir);
+  for (const auto& r : results) EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  ASSERT_EQ(job.wait(), 0) << job.log();
+  EXPECT_EQ(summary(out)["params_sha256"], gReferenceSha) << job.log();
+  const auto events = rescaleEvents(out);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1]["started_processes"], 2);
+  for (const auto& e : events) {
+    EXPECT_GE(e["boundary_s"].get<double>(), 0.0);
+    EXPECT_LE(e["transfer_s"].get<double>(), e["layout_change_s"].get<double>());
+  }
+  EXPECT_EQ(events[0]["transfer_s"].get<double>(), 0.0);  // a shrink moves no replica
+  std::vector<json> steps;
+  std::ifstream metrics(out + "/metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) {
+    json j = json::parse(line);
+    if (j["type"] == "rescale_steps") steps.push_back(j);
+  }
+  ASSERT_EQ(steps.size(), 2u);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i]["step"], events[i]["step"]) << i;
+    const auto& processes = steps[i]["processes"];
+    ASSERT_EQ(processes.size(), i == 0 ? 2u : 4u) << steps[i];
+    int joined = 0;
+    for (size_t r = 0; r < processes.size(); ++r) {
+      EXPECT_EQ(processes[r]["rank"], int(r));
+      ASSERT_EQ(processes[r]["wall_s"].size(), 2u);
+      ASSERT_EQ(processes[r]["cpu_s"].size(), 2u);
+      EXPECT_GT(processes[r]["wall_s"][0].get<double>(), 0.0);
+      joined += processes[r]["joined"].get<bool>() ? 1 : 0;
+    }
+    EXPECT_EQ(joined, i == 0 ? 0 : 2) << steps[i];
+  }
+}
+
 TEST_F(InplaceRescale, RescalesMixWithCheckpointRestartAndWaitForCheckpointWrites) {
   ASSERT_FALSE(gReferenceSha.empty());
   const std::string dir = freshDir("rescale_ckpt");
