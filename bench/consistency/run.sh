@@ -52,13 +52,13 @@ MATRIX_BIN="$BUILD/tests/est/test_consistency_matrix"
 export TL_CONSISTENCY_CSV="$RUNS/matrix.csv" TL_TEST_TMP="$RUNS/matrix-tmp"
 "$MATRIX_BIN" >"$RUNS/matrix.log" 2>&1 || die "the consistency matrix failed: see $RUNS/matrix.log"
 # The in-place (tl-ctl) rescale chain and the recovery from killed ranks, from their own tests.
-log "1/4 in-place rescales (tests/launcher/test_inplace_rescale) and recovery (test_recovery)"
+log "1/4 in-place rescales (tests/elastic/test_inplace_rescale) and recovery (test_recovery)"
 # Their jobs run against wall-clock limits: on an overloaded machine they can time out, which the
 # report then states (runs/missing.txt) instead of stopping here.
-"$BUILD/tests/launcher/test_inplace_rescale" --gtest_filter='*AChainOfShrinksGrowsAndPlacementChanges*' \
+"$BUILD/tests/elastic/test_inplace_rescale" --gtest_filter='*AChainOfShrinksGrowsAndPlacementChanges*' \
   </dev/null >"$RUNS/inplace.log" 2>&1 ||
   echo "in-place rescale chain (test_inplace_rescale failed, see runs/inplace.log)" >>"$RUNS/missing.txt"
-"$BUILD/tests/launcher/test_recovery" --gtest_filter='*RandomKillsEndOnTheUninterruptedBits*' \
+"$BUILD/tests/tools/run/test_recovery" --gtest_filter='*RandomKillsEndOnTheUninterruptedBits*' \
   </dev/null >"$RUNS/recovery.log" 2>&1 ||
   echo "recovery from killed ranks (test_recovery failed, see runs/recovery.log)" >>"$RUNS/missing.txt"
 unset TL_CONSISTENCY_CSV TL_TEST_TMP

@@ -1,5 +1,5 @@
 // The lead's request checks (elastic/rescale/request_check.h) as a table: every refusal the
-// end-to-end bad-request case sends through tl-ctl (tests/launcher/test_inplace_rescale.cpp),
+// end-to-end bad-request case sends through tl-ctl (tests/elastic/test_inplace_rescale.cpp),
 // the ones it cannot reach cheaply, and the commands accepted requests become.
 #include <gtest/gtest.h>
 
