@@ -27,6 +27,8 @@ mpirun "${mpirun_flags[@]}" -np "$processes" "$root/build/launcher/tl-launch" \
     --dataset tokens --data-dir "$out/corpus" --seq-len "$seq_len" \
     --logical-workers 4 --batch 16 --optimizer adamw --lr 0.002 --steps "$steps" \
     --eval --log-every 50 --output-dir "$out/run" --save-model "$out/gpt-trained.pt"
+# The run as a picture: loss, learning rate, samples/s against the step, events marked.
+"$root/build/launcher/tl-report" run "$out/run" --out "$out/run.png"
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]

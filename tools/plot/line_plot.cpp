@@ -41,7 +41,12 @@ const std::vector<Colour>& seriesColours() {
   return colours;
 }
 
-std::string renderLinePlotPng(const LinePlot& plot, int width, int height) {
+namespace {
+
+// The plot in the box (ox, oy, width, height) of the painter's canvas; `marks` as labelled
+// vertical lines over the plot area.
+void drawLinePlot(Painter& p, const LinePlot& plot, const std::vector<VerticalMark>& marks, double ox,
+                  double oy, int width, int height) {
   Range xs, ys;
   for (const Series& s : plot.series) {
     for (const auto& [x, y] : s.points) {
@@ -52,13 +57,11 @@ std::string renderLinePlotPng(const LinePlot& plot, int width, int height) {
   }
   TL_REQUIRE(!xs.empty(), "plot '", plot.title, "': no series has a point to draw",
              plot.logY ? " (a log axis leaves out values <= 0)" : "");
-  Canvas canvas(width, height);
-  Painter p(canvas.context(), kFontSize);
   // The legend sits between the title and the plot area, one row per series, so it never
   // hides a curve.
   constexpr double kLegendTop = 50, kRowHeight = 20;
-  const double left = 95, right = width - 30, bottom = height - 65;
-  const double top = kLegendTop + kRowHeight * double(plot.series.size()) + 5;
+  const double left = ox + 95, right = ox + width - 30, bottom = oy + height - 65;
+  const double top = oy + kLegendTop + kRowHeight * double(plot.series.size()) + 5;
   TL_REQUIRE(bottom - top >= 60, "plot '", plot.title, "': ", plot.series.size(),
              " series leave no room for the plot at a height of ", height, " pixels");
 
@@ -98,9 +101,16 @@ std::string renderLinePlotPng(const LinePlot& plot, int width, int height) {
   }
   p.line(left, top, left, bottom, kBlack, 2);
   p.line(left, bottom, right, bottom, kBlack, 2);
-  p.text((left + right) / 2, 24, plot.title, kBlack, 0.5);
-  p.text((left + right) / 2, height - 22, plot.xLabel, kBlack, 0.5);
-  p.text(24, (top + bottom) / 2, plot.yLabel, kBlack, 0.5, /*up=*/true);
+  p.text((left + right) / 2, oy + 24, plot.title, kBlack, 0.5);
+  p.text((left + right) / 2, oy + height - 22, plot.xLabel, kBlack, 0.5);
+  p.text(ox + 24, (top + bottom) / 2, plot.yLabel, kBlack, 0.5, /*up=*/true);
+  // Marks under the curves: a dashed line at x, its label turned along it at the top.
+  for (const VerticalMark& m : marks) {
+    if (!(m.x >= xs.lo && m.x <= xs.hi)) continue;
+    const double col = std::round(px(m.x));
+    p.line(col, top, col, bottom, m.colour, 1, 4);
+    if (!m.label.empty()) p.text(col - 7, top + 4, m.label, m.colour, 1, /*up=*/true);
+  }
 
   const auto& colours = seriesColours();
   for (size_t i = 0; i < plot.series.size(); ++i) {
@@ -125,10 +135,28 @@ std::string renderLinePlotPng(const LinePlot& plot, int width, int height) {
   for (const Series& s : plot.series) legendWidth = std::max(legendWidth, p.textWidth(s.label));
   const double legendLeft = right - legendWidth - 36;
   for (size_t i = 0; i < plot.series.size(); ++i) {
-    const double row = kLegendTop + kRowHeight * double(i);
+    const double row = oy + kLegendTop + kRowHeight * double(i);
     const Colour c = colours[i % colours.size()];
     p.line(legendLeft, row, legendLeft + 28, row, c, 3, plot.series[i].dashed ? 6 : 0);
     p.text(legendLeft + 36, row, plot.series[i].label, kBlack);
+  }
+}
+
+}  // namespace
+
+std::string renderLinePlotPng(const LinePlot& plot, int width, int height) {
+  Canvas canvas(width, height);
+  Painter p(canvas.context(), kFontSize);
+  drawLinePlot(p, plot, {}, 0, 0, width, height);
+  return canvas.png();
+}
+
+std::string renderPanelsPng(const std::vector<Panel>& panels, int width, int panelHeight) {
+  TL_REQUIRE(!panels.empty(), "a figure of panels needs at least one panel");
+  Canvas canvas(width, panelHeight * int(panels.size()));
+  Painter p(canvas.context(), kFontSize);
+  for (size_t i = 0; i < panels.size(); ++i) {
+    drawLinePlot(p, panels[i].plot, panels[i].marks, 0, double(panelHeight) * double(i), width, panelHeight);
   }
   return canvas.png();
 }

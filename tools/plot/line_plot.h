@@ -29,4 +29,21 @@ const std::vector<Colour>& seriesColours();
 // The plot as PNG file bytes. InputError when no series has a drawable point.
 std::string renderLinePlotPng(const LinePlot& plot, int width = 900, int height = 520);
 
+// A labelled vertical line across a plot at x (an event: a rescale, a lost rank).
+struct VerticalMark {
+  double x = 0;
+  std::string label;
+  Colour colour{0, 0, 0};
+};
+
+// One plot of a figure, with its marks.
+struct Panel {
+  LinePlot plot;
+  std::vector<VerticalMark> marks;
+};
+
+// Panels stacked top to bottom, each width x panelHeight pixels, as one PNG. InputError when
+// there is no panel or a panel has no drawable point.
+std::string renderPanelsPng(const std::vector<Panel>& panels, int width, int panelHeight);
+
 }  // namespace tl::plot

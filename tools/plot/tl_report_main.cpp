@@ -1,5 +1,6 @@
-// tl-report: the PNG plots of tl's reports (bench/consistency, bench/study) from CSV files,
-// drawn with tl's cairo plotting (tools/plot). Torch-free.
+// tl-report: the PNG plots of tl's reports (bench/consistency, bench/study) from CSV files, and
+// the picture of one run from its metrics.jsonl, drawn with tl's cairo plotting (tools/plot).
+// Torch-free.
 #include <algorithm>
 #include <cstdio>
 
@@ -8,14 +9,16 @@
 #include "common/cli/cli.h"
 #include "tools/plot/csv_columns.h"
 #include "tools/plot/line_plot.h"
+#include "tools/plot/run_report.h"
 
 namespace {
 
 constexpr const char* kProgram = "tl-report";
 
 constexpr const char* kSummary =
-    "Draws a line plot of CSV columns as a PNG.\n"
-    "Run as: tl-report plot --out FILE.png --title T --x-label X --y-label Y [--log-y] \\\n"
+    "Draws a line plot of CSV columns, or the picture of one run, as a PNG.\n"
+    "Run as: tl-report run OUTDIR --out run.png    (OUTDIR: a tl-launch --output-dir)\n"
+    "    or: tl-report plot --out FILE.png --title T --x-label X --y-label Y [--log-y] \\\n"
     "            --series 'LABEL=FILE.csv:XCOLUMN:YCOLUMN;LABEL=FILE.csv:XCOLUMN:YCOLUMN;...'\n"
     "Each CSV has a header row; empty cells are missing values. A series whose label ends in\n"
     "' *' is drawn dashed (the mark is not shown); --markers puts a dot on every point.";
@@ -43,14 +46,23 @@ tl::plot::Series readSeries(const std::string& spec, bool markers) {
   return s;
 }
 
-int runPlot(int argc, char** argv) {
+int runReport(int argc, char** argv) {
   using namespace tl;
   std::string out;
   std::string series;
   plot::LinePlot figure;
   bool markers = false;
   int width = 900, height = 520;
+  std::string runDir, runOut;
+  int runWidth = 1100, panelHeight = 330;
   auto app = cli::makeApp(kProgram, kSummary);
+  auto* runCommand = app->add_subcommand(
+      "run", "one run's loss, evaluation loss, learning rate, gradient norm and samples/s against "
+             "the step, its rescales, re-plans, lost ranks and recoveries marked");
+  runCommand->add_option("outdir", runDir, "the run's output folder (holds metrics.jsonl)");
+  runCommand->add_option("--out", runOut, "the PNG to write (default OUTDIR/run.png)");
+  cli::addInt(*runCommand, "--width", &runWidth, "pixels", 400, 4000);
+  cli::addInt(*runCommand, "--panel-height", &panelHeight, "pixels of each panel", 200, 2000);
   auto* plotCommand = app->add_subcommand("plot", "a line plot of CSV columns");
   plotCommand->add_option("--out", out, "the PNG to write (required)");
   plotCommand->add_option("--title", figure.title, "title above the plot");
@@ -63,7 +75,17 @@ int runPlot(int argc, char** argv) {
   cli::addInt(*plotCommand, "--width", &width, "pixels", 300, 4000);
   cli::addInt(*plotCommand, "--height", &height, "pixels", 200, 4000);
   if (!cli::parse(*app, argc, argv)) return cli::kExitOk;
-  TL_REQUIRE(plotCommand->parsed(), "expected a command: plot (see tl-report --help)");
+  if (runCommand->parsed()) {
+    TL_REQUIRE(!runDir.empty(), "run: give the run's output folder (tl-report run OUTDIR)");
+    const std::string metrics = runDir + "/metrics.jsonl";
+    TL_REQUIRE(fileExists(metrics), "run: '", runDir, "' has no metrics.jsonl (is it a tl-launch --output-dir?)");
+    if (runOut.empty()) runOut = runDir + "/run.png";
+    const plot::RunCurves curves = plot::readRunCurves(readFile(metrics), metrics);
+    writeFileAtomic(runOut, plot::renderPanelsPng(plot::runPanels(curves), runWidth, panelHeight));
+    std::printf("%s\n", runOut.c_str());
+    return cli::kExitOk;
+  }
+  TL_REQUIRE(plotCommand->parsed(), "expected a command: run or plot (see tl-report --help)");
   TL_REQUIRE(!out.empty(), "--out: required (the PNG to write)");
   TL_REQUIRE(!series.empty(), "--series: give at least one LABEL=FILE.csv:XCOLUMN:YCOLUMN");
   for (size_t start = 0; start <= series.size();) {
@@ -79,5 +101,5 @@ int runPlot(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return tl::cli::run(kProgram, [&] { return runPlot(argc, argv); });
+  return tl::cli::run(kProgram, [&] { return runReport(argc, argv); });
 }
