@@ -27,15 +27,7 @@ namespace {
 constexpr int kEsts = 4;
 
 const std::string& dataDir() {
-  static const std::string dir = [] {
-    std::string d = tl::testing::freshDir("join_warm_up_data");
-    data::SyntheticOptions so;
-    so.trainImages = 64;
-    so.testImages = 8;
-    so.seed = 5;
-    data::writeSyntheticCifar10(so, d);
-    return d;
-  }();
+  static const std::string dir = est::testing::syntheticCifar("join_warm_up_data", 64, 5);
   return dir;
 }
 

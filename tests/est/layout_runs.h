@@ -8,11 +8,28 @@
 #include <string>
 #include <vector>
 
+#include "dataload/synthetic.h"
 #include "est/executor_builder.h"
+#include "tests/support/run_command.h"
 
 namespace tl::est::testing {
 
 constexpr int64_t kLayoutTestSteps = 6;
+
+// The synthetic CIFAR-10 folder TL_TEST_TMP/NAME (`trainImages`, 8 test images, `seed`), made
+// afresh when `write` (in an MPI test: rank 0, followed by a barrier); its path either way.
+inline std::string syntheticCifar(const std::string& name, int64_t trainImages, uint64_t seed, bool write = true) {
+  const char* base = std::getenv("TL_TEST_TMP");
+  const std::string dir = std::string(base ? base : "/tmp/tl-test") + "/" + name;
+  if (!write) return dir;
+  tl::testing::freshDir(name);
+  data::SyntheticOptions so;
+  so.trainImages = trainImages;
+  so.testImages = 8;
+  so.seed = seed;
+  data::writeSyntheticCifar10(so, dir);
+  return dir;
+}
 
 // 96 images: 24 per EST, 3 batches of 8, so the steps cross an epoch.
 inline JobConfig layoutTestJob(const std::string& dataDir, const std::string& reduction) {

@@ -14,16 +14,8 @@ using testing::Change;
 
 const std::string& dataDir() {
   static const std::string dir = [] {
-    const std::string d = std::string(std::getenv("TL_TEST_TMP") ? std::getenv("TL_TEST_TMP") : "/tmp/tl-test") +
-                          "/executor_layout_mpi_data";
-    if (comm::testing::world().rank() == 0) {
-      tl::testing::freshDir("executor_layout_mpi_data");
-      data::SyntheticOptions so;
-      so.trainImages = 96;
-      so.testImages = 8;
-      so.seed = 3;
-      data::writeSyntheticCifar10(so, d);
-    }
+    const std::string d =
+        testing::syntheticCifar("executor_layout_mpi_data", 96, 3, comm::testing::world().rank() == 0);
     comm::testing::world().barrier();
     return d;
   }();

@@ -23,15 +23,7 @@ using testing::kLayoutTestSteps;
 constexpr int kEsts = 4;
 
 const std::string& dataDir() {
-  static const std::string dir = [] {
-    std::string d = tl::testing::freshDir("inprocess_consistency_data");
-    data::SyntheticOptions so;
-    so.trainImages = 96;
-    so.testImages = 8;
-    so.seed = 3;
-    data::writeSyntheticCifar10(so, d);
-    return d;
-  }();
+  static const std::string dir = testing::syntheticCifar("inprocess_consistency_data", 96, 3);
   return dir;
 }
 

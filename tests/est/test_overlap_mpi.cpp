@@ -324,14 +324,7 @@ TEST(GradientHandoff, ErrorsOfBackwardAndOfTheConsumerComeBackFromRun) {
 
 const std::string& dataDir() {
   static const std::string dir = [] {
-    const std::string d = sharedDir("overlap_mpi_data");
-    if (world().rank() == 0) {
-      data::SyntheticOptions so;
-      so.trainImages = 64;
-      so.testImages = 8;
-      so.seed = 3;
-      data::writeSyntheticCifar10(so, d);
-    }
+    const std::string d = testing::syntheticCifar("overlap_mpi_data", 64, 3, world().rank() == 0);
     world().barrier();
     return d;
   }();
