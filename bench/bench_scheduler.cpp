@@ -16,8 +16,8 @@
 #include "common/check.h"
 #include "common/cli/cli.h"
 #include "common/files.h"
-#include "tools/sched/generator.h"
-#include "tools/sched/report.h"
+#include "tools/sched/sim/generator.h"
+#include "tools/sched/sim/report.h"
 
 namespace {
 

@@ -14,10 +14,10 @@
 #include <tuple>
 
 #include "common/files.h"
-#include "tools/sched/generator.h"
-#include "tools/sched/policy.h"
-#include "tools/sched/report.h"
-#include "tools/sched/simulator.h"
+#include "tools/sched/sim/generator.h"
+#include "tools/sched/sim/policy.h"
+#include "tools/sched/sim/report.h"
+#include "tools/sched/sim/simulator.h"
 #include "tools/submit/csv.h"
 
 namespace tl::bench {

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "common/check.h"
-#include "tools/sched/policy.h"
-#include "tools/sched/simulator.h"
+#include "tools/sched/sim/policy.h"
+#include "tools/sched/sim/simulator.h"
 
 namespace tl::sched {
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>  // std::count (no longer brought in by gtest 1.16)
 
 #include "common/check.h"
-#include "tools/sched/real_plan.h"
+#include "tools/sched/real/real_plan.h"
 
 namespace tl::sched {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "common/files.h"
 #include "tests/profile/png_check.h"
-#include "tools/sched/profiles.h"
+#include "tools/sched/sim/profiles.h"
 
 namespace {
 
