@@ -122,10 +122,26 @@ double ThroughputModel::rate(const JobSpec& job, const std::vector<int>& gpusPer
   const int ests = job.logicalWorkers();
   auto modelIt = modelIds_.find(job.model);
   TL_REQUIRE(modelIt != modelIds_.end(), "job ", job.id, ": no profile for model ", job.model);
+  // Up to 4 kinds with counts, ESTs and model ids below 2^16 (every preset and test): the key
+  // packed into two words, no allocation per look-up (policies ask millions of times).
+  bool packable = gpusPerKind.size() <= 4 && ests < 65536 && modelIt->second < 65536;
+  for (int n : gpusPerKind) packable = packable && n >= 0 && n < 65536;
+  PackedKey packed{uint64_t(modelIt->second) << 48 | uint64_t(ests) << 32, 0};
+  if (packable) {
+    for (size_t k = 0; k < gpusPerKind.size(); ++k) {
+      const uint64_t v = uint64_t(gpusPerKind[k]);
+      if (k < 2) packed.hi |= v << (16 * (1 - k));
+      else packed.lo |= v << (16 * (5 - k));
+    }
+    auto hit = packedCache_.find(packed);
+    if (hit != packedCache_.end()) return hit->second;
+  }
   std::vector<int> key{modelIt->second, ests};
   key.insert(key.end(), gpusPerKind.begin(), gpusPerKind.end());
-  auto cached = cache_.find(key);
-  if (cached != cache_.end()) return cached->second;
+  if (!packable) {
+    auto cached = cache_.find(key);
+    if (cached != cache_.end()) return cached->second;
+  }
 
   // One process per device with an EST's seconds per sample on it; the planner's exact rule.
   std::vector<est::ProcessSpeed> devices;
@@ -137,7 +153,8 @@ double ThroughputModel::rate(const JobSpec& job, const std::vector<int>& gpusPer
   }
   const auto plan = est::planPlacement(devices, ests, /*minimumPerProcess=*/0);
   const double samplesPerSecond = ests / plan.stepSeconds;
-  cache_.emplace(std::move(key), samplesPerSecond);
+  if (packable) packedCache_.emplace(packed, samplesPerSecond);
+  else cache_.emplace(std::move(key), samplesPerSecond);
   return samplesPerSecond;
 }
 

@@ -7,6 +7,7 @@
 // scaling: the per-GPU rate never rises above what was measured at the largest count).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -51,10 +52,20 @@ class ThroughputModel {
   struct KeyHash {
     size_t operator()(const std::vector<int>& key) const;
   };
+  struct PackedKey {
+    uint64_t hi = 0, lo = 0;
+    bool operator==(const PackedKey& o) const { return hi == o.hi && lo == o.lo; }
+  };
+  struct PackedHash {
+    size_t operator()(const PackedKey& k) const {
+      return size_t((k.hi * 0x9E3779B97F4A7C15ull) ^ (k.lo + 0x632BE59BD9B4E019ull + (k.hi >> 29)));
+    }
+  };
   ClusterSpec cluster_;
   ProfileSet profiles_;
   std::map<std::string, int> modelIds_;
   mutable std::unordered_map<std::vector<int>, double, KeyHash> cache_;
+  mutable std::unordered_map<PackedKey, double, PackedHash> packedCache_;
   mutable std::map<std::string, std::vector<int>> kindOrder_;
 };
 
