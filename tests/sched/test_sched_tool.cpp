@@ -46,10 +46,11 @@ TEST(SchedTool, PresetRunWritesCsvsAndPlotsWithEveryPolicy) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("elastic-hetero"), std::string::npos) << r.output;
   for (const char* f : {"summary.csv", "trace.csv", "jobs_yarn-cs.csv", "jobs_las.csv",
-                        "jobs_elastic.csv", "jobs_elastic-hetero.csv", "jobs_goodput.csv"})
+                        "jobs_elastic.csv", "jobs_elastic-hetero.csv", "jobs_goodput.csv",
+                        "jobs_hetero-goodput.csv"})
     EXPECT_TRUE(tl::fileExists(out + "/" + f)) << f;
   const std::string summary = tl::readFile(out + "/summary.csv");
-  EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 6) << summary;  // 5 policies
+  EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 7) << summary;  // 6 policies
   const std::string jobs = tl::readFile(out + "/jobs_las.csv");
   EXPECT_EQ(std::count(jobs.begin(), jobs.end(), '\n'), 71);
   // Every policy's colour is drawn in the CDF.

@@ -264,8 +264,8 @@ class Elastic : public Policy {
 }  // namespace
 
 const std::vector<std::string>& policyNames() {
-  static const std::vector<std::string> names{"yarn-cs", "las", "elastic", "elastic-hetero",
-                                              "goodput"};
+  static const std::vector<std::string> names{"yarn-cs",        "las",     "elastic",
+                                              "elastic-hetero", "goodput", "hetero-goodput"};
   return names;
 }
 
@@ -276,7 +276,9 @@ std::unique_ptr<Policy> makePolicy(const std::string& name, const ThroughputMode
   if (name == "elastic") return std::make_unique<Elastic>(model, false);
   if (name == "elastic-hetero") return std::make_unique<Elastic>(model, true);
   if (name == "goodput") return makeGoodputPolicy(model, options);
-  inputError("unknown policy '", name, "' (known: yarn-cs, las, elastic, elastic-hetero, goodput)");
+  if (name == "hetero-goodput") return makeHeteroGoodputPolicy(model, options);
+  inputError("unknown policy '", name,
+             "' (known: yarn-cs, las, elastic, elastic-hetero, goodput, hetero-goodput)");
 }
 
 }  // namespace tl::sched

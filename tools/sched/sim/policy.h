@@ -42,11 +42,13 @@ class Policy {
 
 // What a policy may know of the setting it runs in.
 struct PolicyOptions {
-  double rescaleCostSeconds = 0;  // the pause an allocation change costs (goodput charges it)
-  double intervalSeconds = 60;    // goodput's re-optimisation period
+  double rescaleCostSeconds = 0;  // the pause an allocation change costs (goodput and
+                                  // hetero-goodput charge it)
+  double intervalSeconds = 60;    // goodput's and hetero-goodput's re-optimisation period
 };
 
-// "yarn-cs", "las", "elastic", "elastic-hetero", "goodput". InputError for another name.
+// "yarn-cs", "las", "elastic", "elastic-hetero", "goodput", "hetero-goodput" (tl's default).
+// InputError for another name.
 std::unique_ptr<Policy> makePolicy(const std::string& name, const ThroughputModel& model,
                                    const PolicyOptions& options = {});
 const std::vector<std::string>& policyNames();
@@ -54,5 +56,10 @@ const std::vector<std::string>& policyNames();
 // The Pollux-style goodput-aware policy (goodput_policy.cpp; see there).
 std::unique_ptr<Policy> makeGoodputPolicy(const ThroughputModel& model,
                                           const PolicyOptions& options);
+
+// tl's default: goodput's objective with elastic-hetero's placement over kinds, deciding at
+// events, in-place rescale cost, least-attained-service admission (hetero_goodput_policy.cpp).
+std::unique_ptr<Policy> makeHeteroGoodputPolicy(const ThroughputModel& model,
+                                                const PolicyOptions& options);
 
 }  // namespace tl::sched

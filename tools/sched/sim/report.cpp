@@ -18,7 +18,7 @@ using submit::fixed;
 
 Rgb policyColour(const std::string& policy) {
   static const Rgb colours[] = {
-      {214, 80, 30}, {120, 60, 170}, {40, 90, 200}, {40, 150, 60}, {200, 160, 0}};
+      {214, 80, 30}, {120, 60, 170}, {40, 90, 200}, {40, 150, 60}, {200, 160, 0}, {0, 160, 170}};
   const auto& names = policyNames();
   for (size_t i = 0; i < names.size(); ++i)
     if (names[i] == policy) return colours[i];

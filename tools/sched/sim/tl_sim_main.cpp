@@ -25,7 +25,9 @@ constexpr const char* kSummary =
     "attained service, preemptive, gang), elastic (min..max GPUs of one kind, fair shares),\n"
     "elastic-hetero (several kinds at once, ESTs placed by tl's planner), goodput (Pollux-style:\n"
     "every 60 s all allocations chosen together for the p = -1 mean of speedups over a fair\n"
-    "share, each change charged the rescale cost). Each allocation\n"
+    "share, each change charged the rescale cost), hetero-goodput (tl's default: goodput's\n"
+    "objective over mixed-kind allocations, decided at every arrival and completion too,\n"
+    "least-attained-service admission, tl's in-place rescale charged). Each allocation\n"
     "change of a running job costs --rescale-cost seconds of progress. Writes DIR/summary.csv,\n"
     "DIR/jobs_<policy>.csv, DIR/trace.csv and DIR/jct_cdf.png, DIR/allocation.png,\n"
     "DIR/mean_jct.png; per policy also the queueing share of JCT and the utilisation during\n"
@@ -38,7 +40,7 @@ int runSim(int argc, char** argv) {
   using namespace tl;
   using namespace tl::sched;
   std::string presetName, tracePath, kinds, queues, profilesPath,
-      policies = "yarn-cs,las,elastic,elastic-hetero,goodput", out;
+      policies = "yarn-cs,las,elastic,elastic-hetero,goodput,hetero-goodput", out;
   double rescaleCost = 0, startCost = 0, load = 0;
   int64_t seed = 1;
   int jobs = 0;
