@@ -153,7 +153,91 @@ double capacity(const GeneratorOptions& o, const ProfileSet& profiles) {
   return c;
 }
 
+
+// Reference-kind GPU-seconds that `jobs` offer inside [0, window) when each starts on arrival at
+// its request: request x min(duration, window - arrival). Work past the window is not counted:
+// a heavy-tailed job that outlives the window does not make the window busy.
+double windowGpuSeconds(const std::vector<JobSpec>& jobs, double window,
+                        const GeneratorOptions& o, const ProfileSet& profiles) {
+  double sum = 0;
+  for (const auto& j : jobs) {
+    if (j.arrival >= window) continue;
+    const double duration = j.work / profiles.rate(j.model, o.referenceKind, j.requestGpus);
+    sum += j.requestGpus * std::min(duration, window - j.arrival);
+  }
+  return sum;
+}
+
+// tl-sim --load L: the window is the preset's span; durations keep the preset's scale (the
+// sample's GPU-time equals the capacity over its arrivals, as targetLoad does at load 1); the
+// arrival times are compressed by the factor r that makes the work offered inside the window
+// (windowGpuSeconds) exactly L x capacity x window. That work grows continuously and
+// monotonically with r (a job entering at the window's end brings nothing yet), so bisection
+// finds r; the stream of jobs is drawn long enough for it. Only jobs arriving inside the window
+// are kept, so at L > 1 requests exceed the capacity during the window and a non-elastic
+// scheduler queues.
+std::vector<JobSpec> generateAtLoad(const GeneratorOptions& o, const ProfileSet& profiles) {
+  const double window = o.spanSeconds;
+  const double target = o.arrivalLoad * capacity(o, profiles) * window;
+  GeneratorOptions stream = o;
+  stream.maxDurationSeconds = 0;  // capped below, after the scale
+  for (int attempt = 0;; ++attempt) {
+    TL_REQUIRE(attempt < 12, "generator: load ", o.arrivalLoad,
+               " is out of reach: even ", stream.jobs, " arrivals in the window offer less");
+    stream.jobs = std::max(2, int(std::ceil(o.jobs * std::max(1.0, o.arrivalLoad) * 4)) << attempt);
+    stream.spanSeconds = o.spanSeconds * stream.jobs / o.jobs;  // the preset's arrival rate
+    auto base = draw(stream, profiles);
+    const double scale =
+        capacity(o, profiles) * base.back().arrival / gpuSeconds(base, o, profiles);
+    for (auto& j : base) j.work *= scale;
+    std::vector<double> gpus, duration;  // per drawn job: request, seconds on the reference kind
+    for (const auto& j : base) {
+      gpus.push_back(j.requestGpus);
+      duration.push_back(j.work / profiles.rate(j.model, o.referenceKind, j.requestGpus));
+    }
+    const auto offered = [&](double r) {  // windowGpuSeconds of the arrivals compressed by r
+      double sum = 0;
+      for (size_t i = 0; i < base.size() && base[i].arrival / r < window; ++i)
+        sum += gpus[i] * std::min(duration[i], window - base[i].arrival / r);
+      return sum;
+    };
+    const auto at = [&](double r) {
+      std::vector<JobSpec> jobs;
+      for (const auto& j : base) {
+        if (j.arrival / r >= window) break;
+        jobs.push_back(j);
+        jobs.back().arrival = j.arrival / r;
+      }
+      return jobs;
+    };
+    const double rMax = base.back().arrival / window;  // every drawn job inside the window
+    if (offered(rMax) < target) continue;
+    double lo = 0, hi = rMax;
+    for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; ++i) {
+      const double mid = 0.5 * (lo + hi);
+      (offered(mid) < target ? lo : hi) = mid;
+    }
+    auto jobs = at(hi);
+    TL_REQUIRE(jobs.size() >= 1, "generator: load ", o.arrivalLoad, " gives no job");
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      char id[32];
+      std::snprintf(id, sizeof id, "job-%05zu", i);
+      jobs[i].id = id;
+      if (o.maxDurationSeconds > 0) {
+        const double rate = profiles.rate(jobs[i].model, o.referenceKind, jobs[i].requestGpus);
+        jobs[i].work = std::min(jobs[i].work, o.maxDurationSeconds * rate);
+      }
+    }
+    return jobs;
+  }
+}
+
 }  // namespace
+
+double offeredWindowLoad(const std::vector<JobSpec>& jobs, double window,
+                         const GeneratorOptions& o, const ProfileSet& profiles) {
+  return windowGpuSeconds(jobs, window, o, profiles) / (capacity(o, profiles) * window);
+}
 
 std::vector<JobSpec> generateTrace(const GeneratorOptions& o, const ProfileSet& profiles) {
   TL_REQUIRE(o.jobs >= 1, "generator: jobs must be >= 1, got ", o.jobs);
@@ -163,20 +247,7 @@ std::vector<JobSpec> generateTrace(const GeneratorOptions& o, const ProfileSet& 
       "generator: GPU counts, shares and duration factors differ in length");
   TL_REQUIRE(!o.models.empty() && !o.queues.empty() && !o.referenceKind.empty(),
              "generator: needs models, queues and a reference kind");
-  if (o.arrivalLoad > 0) {
-    // The arrival rate times the load over the same span: that many more jobs, durations drawn
-    // alike. As the presets do for a load of 1, the durations are then scaled so the sample's
-    // load is exact (a heavy-tailed sample's GPU-time is far from its expectation); the scale
-    // does not depend on the load, only on the sample.
-    GeneratorOptions more = o;
-    more.jobs = std::max(2, int(std::lround(o.jobs * o.arrivalLoad)));
-    auto jobs = draw(more, profiles);
-    const double window = jobs.back().arrival;
-    const double scale =
-        o.arrivalLoad * capacity(o, profiles) * window / gpuSeconds(jobs, o, profiles);
-    for (auto& j : jobs) j.work *= scale;
-    return jobs;
-  }
+  if (o.arrivalLoad > 0) return generateAtLoad(o, profiles);
   auto jobs = draw(o, profiles);
   if (o.targetLoad > 0) {
     const double scale =

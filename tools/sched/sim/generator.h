@@ -38,12 +38,14 @@ struct GeneratorOptions {
   // fix the realised load instead of hoping for it.
   double targetLoad = 0;
   std::vector<GpuKind> loadKinds;
-  // > 0 (tl-sim --load): the arrival rate is this many times the preset's, jobs x arrivalLoad
-  // jobs over the span with durations drawn alike; then, as targetLoad does for the presets,
-  // the sample's durations are scaled so that its offered load over the arrival window
-  // [0, last arrival] is exactly this value: GPU-time of the jobs (request x duration on the
-  // reference kind) / (capacity of `loadKinds` in reference-kind GPUs x last arrival). The
-  // scale corrects the sample's noise; it does not grow with the load.
+  // > 0 (tl-sim --load L): contention over the arrival window [0, spanSeconds). Durations keep
+  // the preset's scale (GPU-time of the drawn stream = capacity over its arrivals); arrivals
+  // come at the preset's pattern, compressed until the work the jobs offer inside the window at
+  // their request (request x min(duration, window - arrival), reference-kind GPUs) is L x the
+  // capacity of `loadKinds` x the window. Work past the window does not count, so a few
+  // heavy-tailed jobs cannot make up the load while the cluster idles: at L > 1 the requests
+  // exceed the cluster during the window. The number of jobs follows (more than `jobs` x L on
+  // presets whose jobs outlive the window). Durations are capped after scaling.
   double arrivalLoad = 0;
   uint64_t seed = 1;
 };
@@ -64,5 +66,10 @@ const std::vector<std::string>& presetNames();
 class ProfileSet;
 // The jobs, sorted by arrival, named job-0000... Work comes from `profiles` (see referenceKind).
 std::vector<JobSpec> generateTrace(const GeneratorOptions& options, const ProfileSet& profiles);
+
+// The load `jobs` offer inside [0, window): request x min(duration, window - arrival) summed in
+// reference-kind GPU-seconds, over `loadKinds`' capacity x window (what arrivalLoad fixes).
+double offeredWindowLoad(const std::vector<JobSpec>& jobs, double window,
+                         const GeneratorOptions& options, const ProfileSet& profiles);
 
 }  // namespace tl::sched

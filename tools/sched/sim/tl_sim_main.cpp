@@ -43,7 +43,7 @@ int runSim(int argc, char** argv) {
       policies = "yarn-cs,las,elastic,elastic-hetero,goodput,hetero-goodput", out;
   double rescaleCost = 0, startCost = 0, load = 0;
   int64_t seed = 1;
-  int jobs = 0;
+  int jobs = 0, grow = 0;
   auto app = cli::makeApp(kProgram, kSummary);
   app->add_option("--preset", presetName, "a generated trace: pollux, easyscale or large");
   app->add_option("--trace", tracePath, "a trace CSV to replay instead of a preset");
@@ -57,10 +57,15 @@ int runSim(int argc, char** argv) {
                  "seconds a job's first start takes before it progresses", 0, 1e6);
   cli::addInt(*app, "--seed", &seed, "generator seed (presets)", 0);
   cli::addDouble(*app, "--load", &load,
-                 "with --preset: L times the preset's arrival rate (jobs x L over its span, "
-                 "durations drawn alike), offered load over the arrival window "
-                 "GPU-time / (capacity x last arrival) = L",
+                 "with --preset: contention over the preset's span (the arrival window): "
+                 "arrivals at the preset's pattern, as many as make the work they offer inside "
+                 "the window at their request (request x min(duration, window - arrival)) "
+                 "L x capacity x window; L > 1 queues a non-elastic scheduler",
                  0.01, 100);
+  cli::addInt(*app, "--grow", &grow,
+              "with --preset: elastic jobs may grow to this many times their request (the "
+              "presets: 4; 1: max = request)",
+              1, 64);
   cli::addInt(*app, "--jobs", &jobs, "with --preset: this many jobs instead of the preset's", 1, 10000000);
   app->add_option("--out", out, "output folder (required)");
   if (!cli::parse(*app, argc, argv)) return cli::kExitOk;
@@ -78,12 +83,19 @@ int runSim(int argc, char** argv) {
     if (!kinds.empty()) cluster.kinds = parseKinds(kinds, "--cluster");
     p.generator.seed = uint64_t(seed);
     if (jobs > 0) p.generator.jobs = jobs;
+    if (grow > 0) p.generator.growFactor = grow;
     p.generator.arrivalLoad = load;
     p.generator.referenceKind = cluster.kinds[0].name;
     trace = generateTrace(p.generator, profiles);
+    p.generator.loadKinds = cluster.kinds;
+    std::printf("%s: preset %s, %zu jobs; offered load inside the arrival window (0 to %.0f s) "
+                "at request size: %.2f\n",
+                kProgram, presetName.c_str(), trace.size(), p.generator.spanSeconds,
+                offeredWindowLoad(trace, p.generator.spanSeconds, p.generator, profiles));
   } else {
     TL_REQUIRE(!kinds.empty(), "--cluster: required with --trace (e.g. fast:32,mid:16)");
     TL_REQUIRE(load == 0, "--load: only with --preset (a replayed trace keeps its arrivals)");
+    TL_REQUIRE(grow == 0, "--grow: only with --preset (a replayed trace keeps its max_gpus)");
     cluster.kinds = parseKinds(kinds, "--cluster");
     trace = readTrace(tracePath);
     if (queues.empty()) {
