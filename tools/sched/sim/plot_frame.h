@@ -117,10 +117,15 @@ class Frame {
     legend(names);
   }
   void legend(const std::vector<std::string>& policies) {
+    std::vector<Rgb> colours;
+    for (const auto& p : policies) colours.push_back(policyColour(p));
+    legend(policies, colours);
+  }
+  void legend(const std::vector<std::string>& names, const std::vector<Rgb>& colours) {
     double row = top_ + 10;
-    for (const auto& p : policies) {
-      line(right_ + 15, row, right_ + 40, row, policyColour(p), 3);
-      text(right_ + 46, row, p, 0);
+    for (size_t i = 0; i < names.size(); ++i) {
+      line(right_ + 15, row, right_ + 40, row, colours[i], 3);
+      text(right_ + 46, row, names[i], 0);
       row += 22;
     }
   }

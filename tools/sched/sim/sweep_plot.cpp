@@ -28,8 +28,10 @@ std::string loadSweepPng(const std::string& title, const std::string& yLabel,
   plot::Frame f(width, height, xTop, yTop, title, "offered load over the arrival window", yLabel);
   if (reference > 0) f.line(f.x(0), f.y(reference), f.x(xTop), f.y(reference), {90, 90, 90}, 1);
   std::vector<std::string> names;
+  std::vector<Rgb> colours;
   for (const auto& s : series) {
-    const Rgb c = policyColour(s.policy);
+    const Rgb c = s.ownColour ? s.colour : policyColour(s.policy);
+    colours.push_back(c);
     std::vector<std::pair<double, double>> pts;
     for (size_t i = 0; i < s.load.size(); ++i) {
       pts.emplace_back(f.x(s.load[i]), f.y(s.mean[i]));
@@ -39,7 +41,7 @@ std::string loadSweepPng(const std::string& title, const std::string& yLabel,
     f.polyline(pts, c, 2);
     names.push_back(s.policy);
   }
-  f.legend(names);
+  f.legend(names, colours);
   return f.png();
 }
 
