@@ -163,6 +163,45 @@ TEST(SchedTool, LoadIsTheWorkOfferedInsideTheArrivalWindow) {
       runSim("--trace " + dir + "/t.csv --cluster fast:1 --load 2 --out " + dir + "/o");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.output.find("--load: only with --preset"), std::string::npos) << bad.output;
+  const auto badGrow =
+      runSim("--trace " + dir + "/t.csv --cluster fast:1 --grow 2 --out " + dir + "/o");
+  EXPECT_EQ(badGrow.status, 2);
+  EXPECT_NE(badGrow.output.find("--grow: only with --preset"), std::string::npos)
+      << badGrow.output;
+}
+
+// --grow 1: max = request, the sweep's second setting; the preset default lets jobs grow 4x.
+TEST(SchedTool, GrowSetsMaxGpusAsAMultipleOfTheRequest) {
+  for (int grow : {1, 4}) {
+    const std::string out = tmpDir("grow" + std::to_string(grow));
+    const auto r = runSim("--preset easyscale --seed 2 --load 1 --grow " + std::to_string(grow) +
+                          " --policies yarn-cs --out " + out);
+    ASSERT_EQ(r.status, 0) << r.output;
+    std::istringstream in(tl::readFile(out + "/trace.csv"));
+    std::string line;
+    std::getline(in, line);
+    std::map<std::string, size_t> column;
+    {
+      std::istringstream header(line);
+      size_t i = 0;
+      for (std::string name; std::getline(header, name, ',');) column[name] = i++;
+    }
+    int rows = 0, grown = 0;
+    while (std::getline(in, line)) {
+      std::vector<std::string> f;
+      std::istringstream row(line);
+      for (std::string v; std::getline(row, v, ',');) f.push_back(v);
+      const int request = std::stoi(f[column.at("request_gpus")]);
+      const int max = std::stoi(f[column.at("max_gpus")]);
+      EXPECT_EQ(max, std::min(16, request * grow)) << line;
+      ++rows;
+      grown += max > request;
+    }
+    EXPECT_GT(rows, 100);
+    if (grow == 4) {
+      EXPECT_GT(grown, 0);
+    }
+  }
 }
 
 TEST(SchedTool, ReplaysATraceAndRejectsBadRowsWithTheirLines) {
