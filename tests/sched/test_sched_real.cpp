@@ -98,6 +98,8 @@ TEST(RealCommands, PoliciesAndTracesTlSchedCannotRun) {
   EXPECT_NE(errorOf([] { requireRealPolicy("elastic-hetero"); }).find("mixes slot kinds"), std::string::npos);
   EXPECT_NE(errorOf([] { requireRealPolicy("goodput"); }).find("policy goodput moves jobs"),
             std::string::npos);
+  EXPECT_NE(errorOf([] { requireRealPolicy("hetero-goodput"); }).find("policy hetero-goodput mixes"),
+            std::string::npos);
   EXPECT_NE(errorOf([] { requireRealPolicy("fifo"); }).find("unknown policy 'fifo'"), std::string::npos);
   SlotTable t(parseSlotKinds("fast:2,slow:2:2", "--slots"));
   EXPECT_NO_THROW(checkRealTrace({job("a", 1, 2)}, t));

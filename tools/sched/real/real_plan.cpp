@@ -78,6 +78,10 @@ void requireRealPolicy(const std::string& policy) {
     inputError(
         "policy goodput moves jobs between slot kinds and mixes them; tl-sched runs yarn-cs "
         "or elastic");
+  if (policy == "hetero-goodput")
+    inputError(
+        "policy hetero-goodput mixes slot kinds, moves jobs and preempts by attained service; "
+        "tl-sched runs yarn-cs or elastic (tl-sim's default is not yet tl-sched's)");
   inputError("unknown policy '", policy, "' for tl-sched (it runs yarn-cs or elastic)");
 }
 
