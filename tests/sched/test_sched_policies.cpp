@@ -173,7 +173,7 @@ TEST(SchedPolicies, HeteroGoodputAdmitsAtOnceAndGrowsInPlaceOnlyWhenThePauseIsWo
   //    4 kept) and B admitted at 1; A's step to 2 gains 20 (1/9 - 1/18) = 1.11 (both charged),
   //    B's 20 (1/10 - 1/20) = 1; then B's. A2 B2, no job waiting: taken. A pauses to 36.
   //  B: 1200 at 20/s from 30: ends at 90, JCT 60, no queueing (goodput: 90, 30 of it waiting).
-  //  t=60: an interval; re-planned, A2 B2 again: kept. A has done 1200 + 54 x 20 = 2280 at 90.
+  //  A has done 1200 + 54 x 20 = 2280 by 90.
   //  t=90: B ends. A alone, fair share 4 (c = 40); its step 2 -> 4 charged is 36/s > 20/s:
   //    it grows in place, pauses to 96, does its 1720 at 40/s: ends at 139.
   const std::vector<JobSpec> jobs{job("A", 0, 4000, 1, 4), job("B", 30, 1200, 1, 4)};

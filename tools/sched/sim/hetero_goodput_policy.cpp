@@ -18,7 +18,7 @@
 // FIFO (goodput, elastic-hetero) lets a few long jobs hold the cluster while short ones queue.
 //
 // Decisions: at every event (arrival, completion, a running job crossing a level while others
-// wait) and every interval (60 s). Two candidates are scored: `keep` (running jobs keep their
+// wait); no periodic tick (the plan depends only on what events change). Two candidates are scored: `keep` (running jobs keep their
 // GPUs and may grow into free ones; waiting jobs are admitted into free GPUs) and `fresh`
 // (everything re-planned). The score is lexicographic: waiting jobs per priority level (higher
 // priority first), then sum c_i / charged rate_i, where a started job whose allocation changes
@@ -92,11 +92,10 @@ class HeteroGoodput : public Policy {
   }
 
   double nextDecisionTime(double now, const std::vector<JobView>& jobs) const override {
-    if (jobs.empty()) return kInf;
-    const double t = options_.intervalSeconds;
-    double next = (std::floor(now / t) + 1) * t;
-    if (next - now < 1e-6) next += t;
-    // A running job crossing a level while another waits may hand its GPUs over.
+    // No periodic tick: between events the plan's inputs (active jobs, their GPUs) do not
+    // change, so re-planning would return the same allocation. Only a running job crossing a
+    // level while another waits may change who holds GPUs.
+    double next = kInf;
     bool anyWaiting = false;
     for (const auto& j : jobs) anyWaiting = anyWaiting || sum(j.current) == 0;
     if (!anyWaiting) return next;
