@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/cli/cli.h"
-#include "tools/sched/resource_sim.h"
+#include "tools/sched/resources/resource_sim.h"
 
 namespace {
 

@@ -1,9 +1,12 @@
-// bench_scheduler --sweep: tl-sim's policies on the pollux and easyscale presets at offered
-// loads 0.5 .. 2.0 over the arrival window (tl-sim --load: the arrival rate is scaled, the
-// durations are kept), seeds 1..N, elastic jobs allowed 4x their request and max = request
-// (elasticity only by shrinking and moving), at tl's in-place pause and checkpoint-restart's
-// cost. Ratios are per seed (yarn-cs's or las's mean JCT over the policy's, same trace), then
-// their mean and spread (min..max) over seeds. The large preset runs at one load.
+// bench_scheduler --sweep: tl's policy (hetero-goodput) against every baseline tl-sim ships
+// (yarn-cs, las, elastic, elastic-hetero, goodput) on the presets at offered loads 0.5 .. 2.0
+// (tl-sim --load: work offered inside the arrival window at request size = L x capacity x
+// window), with elastic jobs allowed max = 4x their request and max = request (elasticity only
+// by shrinking and moving), seeds 1..N, every policy charged tl's in-place pause. For each cell
+// (preset, max, load) and seed: tl's mean JCT, p99 JCT and makespan over the best baseline's
+// in that seed (the baseline with the lowest figure), then their mean and spread over seeds.
+// A cell is "won" when the mean ratio is <= 1, "lost" when even the best seed's is > 1 and
+// "even" when the spread over seeds covers 1.
 #include "bench/scheduler_sweep.h"
 
 #include <algorithm>
@@ -14,10 +17,10 @@
 #include <tuple>
 
 #include "common/files.h"
-#include "tools/sched/generator.h"
-#include "tools/sched/policy.h"
-#include "tools/sched/report.h"
-#include "tools/sched/simulator.h"
+#include "tools/sched/sim/generator.h"
+#include "tools/sched/sim/policy.h"
+#include "tools/sched/sim/report.h"
+#include "tools/sched/sim/simulator.h"
 #include "tools/submit/csv.h"
 
 namespace tl::bench {
@@ -25,6 +28,8 @@ namespace {
 
 using namespace tl::sched;
 using submit::fixed;
+
+constexpr const char* kTl = "hetero-goodput";
 
 struct Stat {
   std::vector<double> v;
@@ -37,163 +42,208 @@ struct Stat {
   double hi() const { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
 };
 
-struct Cell {  // one (preset, growth, cost, load, policy) over seeds
-  Stat meanJct, overYarn, overLas, queueShare, windowUtil;
+struct PolicyCell {  // one (preset, max, load, policy) over seeds
+  Stat meanJct, p99Jct, makespan, queueShare, windowUtil, jobs;
 };
 
-using Key = std::tuple<std::string, int, std::string, double, std::string>;
+struct Verdict {  // one (preset, max, load): tl over the best baseline, per seed
+  Stat mean, p99, makespan, goodputOverTl;
+  std::map<std::string, int> bestMean;  // which baseline was best for mean JCT, per seed
+};
+
+using CellKey = std::tuple<std::string, int, double>;  // preset, grow factor, load
 
 double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
-// Simulates every policy on one trace; adds each one's figures to `cells`.
-void runTrace(const Preset& p, const std::vector<JobSpec>& trace, const std::string& costLabel,
-              double cost, std::map<Key, Cell>& cells, double load) {
-  const ProfileSet profiles = ProfileSet::builtin();
-  const ThroughputModel model(p.cluster, profiles);
-  std::map<std::string, SimSummary> s;
-  for (const auto& name : policyNames()) {
-    auto policy = makePolicy(name, model, {cost});
-    s[name] = simulate(trace, model, *policy, {cost}).summary;
-  }
-  for (const auto& [name, sum] : s) {
-    Cell& c = cells[{p.name, p.generator.growFactor, costLabel, load, name}];
-    c.meanJct.v.push_back(sum.meanJct);
-    c.overYarn.v.push_back(s["yarn-cs"].meanJct / sum.meanJct);
-    c.overLas.v.push_back(s["las"].meanJct / sum.meanJct);
-    c.queueShare.v.push_back(sum.queueingShare);
-    c.windowUtil.v.push_back(sum.windowUtilisation);
-  }
+std::string spread(const Stat& s, int digits = 2) {
+  return fixed(s.mean(), digits) + " (" + fixed(s.lo(), digits) + "-" + fixed(s.hi(), digits) +
+         ")";
 }
 
-std::string spread(const Stat& s) {
-  return fixed(s.mean(), 2) + " (" + fixed(s.lo(), 2) + "-" + fixed(s.hi(), 2) + ")";
-}
+std::string regime(int grow) { return grow == 1 ? "request" : "4x request"; }
 
 }  // namespace
 
 void runLoadSweep(const SweepOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
-  const std::vector<double> loads{0.5, 0.8, 1.0, 1.3, 1.6, 2.0};
-  const std::vector<std::pair<std::string, double>> costs{{"in-place", o.inplace},
-                                                          {"ckpt-restart", o.restart}};
   const ProfileSet profiles = ProfileSet::builtin();
-  std::map<Key, Cell> cells;
-  for (const std::string name : {"pollux", "easyscale"})
-    for (int grow : {4, 1})
-      for (double load : loads)
-        for (int seed = 1; seed <= o.seeds; ++seed) {
+  std::map<std::tuple<std::string, int, double, std::string>, PolicyCell> cells;
+  std::map<CellKey, Verdict> verdicts;
+  std::map<std::string, double> presetSeconds;
+  std::vector<std::string> baselines;
+  for (const auto& name : policyNames())
+    if (name != kTl) baselines.push_back(name);
+
+  for (const auto& name : o.presets) {
+    const bool large = name == "large";
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int grow : {1, 4})
+      for (double load : large ? o.largeLoads : o.loads)
+        for (int seed = 1; seed <= (large ? o.largeSeeds : o.seeds); ++seed) {
           Preset p = preset(name);
           p.generator.growFactor = grow;
           p.generator.arrivalLoad = load;
           p.generator.seed = uint64_t(seed);
           const auto trace = generateTrace(p.generator, profiles);
-          for (const auto& [label, cost] : costs) runTrace(p, trace, label, cost, cells, load);
+          const ThroughputModel model(p.cluster, profiles);
+          std::map<std::string, SimSummary> s;
+          for (const auto& policyName : policyNames()) {
+            auto policy = makePolicy(policyName, model, {o.inplace});
+            s[policyName] = simulate(trace, model, *policy, {o.inplace}).summary;
+            PolicyCell& c = cells[{name, grow, load, policyName}];
+            const auto& r = s[policyName];
+            c.meanJct.v.push_back(r.meanJct);
+            c.p99Jct.v.push_back(r.p99Jct);
+            c.makespan.v.push_back(r.makespan);
+            c.queueShare.v.push_back(r.queueingShare);
+            c.windowUtil.v.push_back(r.windowUtilisation);
+            c.jobs.v.push_back(r.jobs);
+          }
+          double bestMean = 1e300, bestP99 = 1e300, bestMakespan = 1e300;
+          std::string bestName;
+          for (const auto& b : baselines) {
+            if (s[b].meanJct < bestMean) bestMean = s[b].meanJct, bestName = b;
+            bestP99 = std::min(bestP99, s[b].p99Jct);
+            bestMakespan = std::min(bestMakespan, s[b].makespan);
+          }
+          Verdict& v = verdicts[{name, grow, load}];
+          v.mean.v.push_back(s[kTl].meanJct / bestMean);
+          v.p99.v.push_back(s[kTl].p99Jct / bestP99);
+          v.makespan.v.push_back(s[kTl].makespan / bestMakespan);
+          v.goodputOverTl.v.push_back(s["goodput"].meanJct / s[kTl].meanJct);
+          ++v.bestMean[bestName];
         }
-  const double smallSeconds = seconds(start);
-  double largeSeconds = 0;
-  if (o.large) {
-    const auto t = std::chrono::steady_clock::now();
-    for (int grow : {4, 1}) {
-      Preset p = preset("large");
-      p.generator.growFactor = grow;
-      p.generator.arrivalLoad = o.largeLoad;
-      runTrace(p, generateTrace(p.generator, profiles), "in-place", o.inplace, cells, o.largeLoad);
-    }
-    largeSeconds = seconds(t);
+    presetSeconds[name] = seconds(t0);
   }
 
+  // Every policy's figures.
   std::ostringstream csv;
-  csv << "preset,max_gpus,rescale_cost,load,policy,seeds,mean_jct_s,yarn_over_policy,"
-         "yarn_over_policy_min,yarn_over_policy_max,las_over_policy,las_over_policy_min,"
-         "las_over_policy_max,queueing_share,queueing_share_min,queueing_share_max,"
+  csv << "preset,max_gpus,load,policy,seeds,jobs,mean_jct_s,mean_jct_min_s,mean_jct_max_s,"
+         "p99_jct_s,makespan_s,queueing_share,queueing_share_min,queueing_share_max,"
          "arrival_window_utilisation\n";
   for (const auto& [k, c] : cells) {
-    const auto& [name, grow, cost, load, policy] = k;
-    csv << name << ',' << (grow == 1 ? "request" : "4x request") << ',' << cost << ','
-        << fixed(load, 1) << ',' << policy << ',' << c.meanJct.v.size() << ','
-        << fixed(c.meanJct.mean(), 1) << ',' << fixed(c.overYarn.mean(), 4) << ','
-        << fixed(c.overYarn.lo(), 4) << ',' << fixed(c.overYarn.hi(), 4) << ','
-        << fixed(c.overLas.mean(), 4) << ',' << fixed(c.overLas.lo(), 4) << ','
-        << fixed(c.overLas.hi(), 4) << ',' << fixed(c.queueShare.mean(), 4) << ','
-        << fixed(c.queueShare.lo(), 4) << ',' << fixed(c.queueShare.hi(), 4) << ','
-        << fixed(c.windowUtil.mean(), 4) << '\n';
+    const auto& [name, grow, load, policy] = k;
+    csv << name << ',' << regime(grow) << ',' << fixed(load, 1) << ',' << policy << ','
+        << c.meanJct.v.size() << ',' << fixed(c.jobs.mean(), 0) << ',' << fixed(c.meanJct.mean(), 1)
+        << ',' << fixed(c.meanJct.lo(), 1) << ',' << fixed(c.meanJct.hi(), 1) << ','
+        << fixed(c.p99Jct.mean(), 1) << ',' << fixed(c.makespan.mean(), 1) << ','
+        << fixed(c.queueShare.mean(), 4) << ',' << fixed(c.queueShare.lo(), 4) << ','
+        << fixed(c.queueShare.hi(), 4) << ',' << fixed(c.windowUtil.mean(), 4) << '\n';
   }
   writeFileAtomic(joinPath(o.out, "load_sweep.csv"), csv.str());
 
-  // Tables: per preset, growth and cost, a row per policy: yarn-cs/this (min-max) per load.
-  for (const std::string name : {"pollux", "easyscale", "large"})
-    for (int grow : {4, 1})
-      for (const auto& [label, cost] : costs) {
-        const std::vector<double> at = name == "large" ? std::vector<double>{o.largeLoad} : loads;
-        if (!cells.count({name, grow, label, at[0], "yarn-cs"})) continue;
-        std::printf(
-            "\n%s, max = %s, rescale cost %s %.1f s: mean JCT yarn-cs/policy, las/policy, "
-            "queueing share of JCT (mean over %d seed(s), min-max)\n",
-            name.c_str(), grow == 1 ? "request" : "4x request", label.c_str(), cost,
-            name == "large" ? 1 : o.seeds);
-        std::printf("%-15s %5s %10s %18s %18s %18s %7s\n", "policy", "load", "mean JCT",
-                    "yarn-cs/this", "las/this", "queueing share", "util-a");
-        for (double load : at)
-          for (const auto& policy : policyNames()) {
-            const Cell& c = cells.at({name, grow, label, load, policy});
-            std::printf("%-15s %5.1f %9.0fs %18s %18s %18s %6.1f%%\n", policy.c_str(), load,
-                        c.meanJct.mean(), spread(c.overYarn).c_str(), spread(c.overLas).c_str(),
-                        spread(c.queueShare).c_str(), 100 * c.windowUtil.mean());
-          }
-      }
-
-  // The targets: easyscale, max = request, in-place cost, loads >= 1.3.
-  std::printf("\ntargets (easyscale, max = request, in-place pause, loads >= 1.3):\n");
-  for (double load : {1.3, 1.6, 2.0}) {
-    const auto at = [&](const std::string& policy) -> const Cell& {
-      return cells.at({"easyscale", 1, "in-place", load, policy});
-    };
-    const double yarnShare = at("yarn-cs").queueShare.mean();
-    const double overLas = at("elastic-hetero").overLas.mean();
-    const double vsGoodput = at("elastic-hetero").meanJct.mean() / at("goodput").meanJct.mean();
-    std::printf(
-        "  load %.1f: yarn-cs queueing share %.2f (>= 0.33: %s); elastic-hetero las/this "
-        "%.2fx (>= 1.5: %s); elastic-hetero JCT / goodput JCT %.3f (<= 1.05: %s)\n",
-        load, yarnShare, yarnShare >= 1.0 / 3 ? "met" : "missed", overLas,
-        overLas >= 1.5 ? "met" : "missed", vsGoodput, vsGoodput <= 1.05 ? "met" : "missed");
-  }
-
-  // Plots: per growth regime, a row per preset: yarn-cs/policy, las/policy, queueing share.
-  for (int grow : {4, 1}) {
-    std::vector<std::string> panels;
-    for (const std::string name : {"pollux", "easyscale"}) {
-      std::vector<SweepSeries> overYarn, overLas, share;
-      for (const auto& policy : policyNames()) {
-        SweepSeries y{policy, {}, {}, {}, {}}, l = y, q = y;
-        for (double load : loads) {
-          const Cell& c = cells.at({name, grow, "in-place", load, policy});
-          using Pair = std::pair<SweepSeries*, const Stat*>;
-          for (auto [series, stat] :
-               {Pair{&y, &c.overYarn}, Pair{&l, &c.overLas}, Pair{&q, &c.queueShare}}) {
-            series->load.push_back(load);
-            series->mean.push_back(stat->mean());
-            series->lo.push_back(stat->lo());
-            series->hi.push_back(stat->hi());
-          }
+  for (const auto& name : o.presets)
+    for (int grow : {1, 4}) {
+      const bool large = name == "large";
+      std::printf("\n%s, max = %s, in-place pause %.1f s (mean over %d seed(s); spread min-max)\n",
+                  name.c_str(), regime(grow).c_str(), o.inplace, large ? o.largeSeeds : o.seeds);
+      std::printf("%-15s %5s %7s %10s %10s %11s %20s %7s\n", "policy", "load", "jobs", "mean JCT",
+                  "p99 JCT", "makespan", "queueing share", "util-a");
+      for (double load : large ? o.largeLoads : o.loads)
+        for (const auto& policy : policyNames()) {
+          const PolicyCell& c = cells.at({name, grow, load, policy});
+          std::printf("%-15s %5.1f %7.0f %9.0fs %9.0fs %10.0fs %20s %6.1f%%\n", policy.c_str(),
+                      load, c.jobs.mean(), c.meanJct.mean(), c.p99Jct.mean(), c.makespan.mean(),
+                      spread(c.queueShare).c_str(), 100 * c.windowUtil.mean());
         }
-        overYarn.push_back(y), overLas.push_back(l), share.push_back(q);
-      }
-      const std::string regime = name + (grow == 1 ? ", max = request" : ", max = 4x request");
-      panels.push_back(loadSweepPng(regime + ": yarn-cs / policy", "mean JCT ratio", overYarn, 1));
-      panels.push_back(loadSweepPng(regime + ": las / policy", "mean JCT ratio", overLas, 1));
-      panels.push_back(loadSweepPng(regime + ": queueing", "queueing share of JCT", share));
     }
-    writeFileAtomic(joinPath(o.out, grow == 1 ? "load_sweep_request.png" : "load_sweep_4x.png"),
-                    gridPng(panels, 3));
+
+  // The verdict: tl's policy over the best baseline, per cell.
+  std::ostringstream vcsv;
+  vcsv << "preset,max_gpus,load,seeds,tl_over_best_mean_jct,min,max,best_baseline,"
+          "tl_over_best_p99_jct,tl_over_best_makespan,goodput_over_tl_mean_jct,"
+          "yarn_cs_queueing_share,result\n";
+  std::printf("\n%s / best baseline (lowest figure among %zu baselines, per seed), mean over seeds "
+              "(min-max)\n",
+              kTl, baselines.size());
+  std::printf("%-10s %-11s %5s %20s %-16s %20s %20s %10s %7s %s\n", "preset", "max", "load",
+              "mean JCT", "best (mean JCT)", "p99 JCT", "makespan", "goodput/tl", "yarn-q",
+              "result");
+  int won = 0, even = 0, lost = 0;
+  std::vector<std::string> losses;
+  for (const auto& [k, v] : verdicts) {
+    const auto& [name, grow, load] = k;
+    std::string best;
+    for (const auto& [b, n] : v.bestMean) best += (best.empty() ? "" : "/") + b;
+    const double yarnShare = cells.at({name, grow, load, "yarn-cs"}).queueShare.mean();
+    const char* result = v.mean.mean() <= 1 ? "won" : v.mean.lo() > 1 ? "LOST" : "even";
+    (v.mean.mean() <= 1 ? won : v.mean.lo() > 1 ? lost : even)++;
+    if (v.mean.mean() > 1)
+      losses.push_back(name + " max=" + regime(grow) + " load " + fixed(load, 1) + ": " +
+                       fixed(v.mean.mean(), 3) + " vs " + best);
+    std::printf("%-10s %-11s %5.1f %20s %-16s %20s %20s %9.2fx %6.1f%% %s\n", name.c_str(),
+                regime(grow).c_str(), load, spread(v.mean, 3).c_str(), best.c_str(),
+                spread(v.p99, 3).c_str(), spread(v.makespan, 3).c_str(), v.goodputOverTl.mean(),
+                100 * yarnShare, result);
+    vcsv << name << ',' << regime(grow) << ',' << fixed(load, 1) << ',' << v.mean.v.size() << ','
+         << fixed(v.mean.mean(), 4) << ',' << fixed(v.mean.lo(), 4) << ',' << fixed(v.mean.hi(), 4)
+         << ',' << best << ',' << fixed(v.p99.mean(), 4) << ',' << fixed(v.makespan.mean(), 4)
+         << ',' << fixed(v.goodputOverTl.mean(), 4) << ',' << fixed(yarnShare, 4) << ','
+         << result << '\n';
   }
-  std::printf(
-      "\nsweep: %zu loads x 2 presets x 2 growth regimes x %d seeds x 2 costs x %zu policies "
-      "in %.1f s; large preset (load %.1f, 2 regimes, in-place) in %.1f s\n",
-      loads.size(), o.seeds, policyNames().size(), smallSeconds, o.largeLoad, largeSeconds);
-  std::printf("wrote %s/load_sweep.csv, %s/load_sweep_{4x,request}.png\n", o.out.c_str(),
-              o.out.c_str());
+  writeFileAtomic(joinPath(o.out, "load_sweep_verdict.csv"), vcsv.str());
+
+  std::printf("\ntargets:\n  %s / best baseline mean JCT <= 1.00: %d of %zu cells won, %d even "
+              "(spread covers 1), %d lost\n",
+              kTl, won, verdicts.size(), even, lost);
+  for (const auto& l : losses) std::printf("    above 1: %s\n", l.c_str());
+  for (const auto& name : o.presets) {
+    if (name == "pollux") continue;  // one GPU kind: not a heterogeneous preset
+    for (int grow : {1, 4})
+      for (double load : name == "large" ? o.largeLoads : o.loads) {
+        if (load < 1.3) continue;
+        const double r = verdicts.at({name, grow, load}).goodputOverTl.mean();
+        std::printf("  %s max=%s load %.1f: goodput / %s mean JCT %.2fx (>= 1.20: %s)\n",
+                    name.c_str(), regime(grow).c_str(), load, kTl, r, r >= 1.2 ? "met" : "missed");
+      }
+  }
+  for (const auto& name : o.presets)
+    for (int grow : {1, 4})
+      for (double load : name == "large" ? o.largeLoads : o.loads) {
+        if (load < 1.3) continue;
+        const double q = cells.at({name, grow, load, "yarn-cs"}).queueShare.mean();
+        std::printf("  %s max=%s load %.1f: yarn-cs queueing share %.2f (>= 0.33: %s)\n",
+                    name.c_str(), regime(grow).c_str(), load, q, q >= 1.0 / 3 ? "met" : "missed");
+      }
+
+  // Plots: the verdict ratio and yarn-cs's queueing share over load, a line per preset and max
+  // ("req": max = request, "4x": max = 4x request).
+  static const Rgb palette[] = {{214, 80, 30}, {240, 160, 120}, {40, 90, 200},
+                                {130, 170, 240}, {40, 150, 60}, {140, 210, 140}};
+  std::vector<SweepSeries> ratio, queue;
+  size_t colour = 0;
+  for (const auto& name : o.presets)
+    for (int grow : {1, 4}) {
+      SweepSeries r{name + (grow == 1 ? " req" : " 4x"), {}, {}, {}, {}, true,
+                    palette[colour++ % 6]};
+      SweepSeries q = r;
+      for (double load : name == "large" ? o.largeLoads : o.loads) {
+        const Verdict& v = verdicts.at({name, grow, load});
+        const PolicyCell& y = cells.at({name, grow, load, "yarn-cs"});
+        r.load.push_back(load), q.load.push_back(load);
+        r.mean.push_back(v.mean.mean()), r.lo.push_back(v.mean.lo()), r.hi.push_back(v.mean.hi());
+        q.mean.push_back(y.queueShare.mean()), q.lo.push_back(y.queueShare.lo()),
+            q.hi.push_back(y.queueShare.hi());
+      }
+      ratio.push_back(r), queue.push_back(q);
+    }
+  writeFileAtomic(joinPath(o.out, "load_sweep_verdict.png"),
+                  loadSweepPng(std::string(kTl) + " / best baseline", "mean JCT ratio", ratio, 1,
+                               900, 500));
+  writeFileAtomic(joinPath(o.out, "load_sweep_queueing.png"),
+                  loadSweepPng("yarn-cs: queueing share of JCT", "queueing share", queue, 0, 900,
+                               500));
+
+  std::printf("\nsweep: %zu policies, loads", policyNames().size());
+  for (double l : o.loads) std::printf(" %.1f", l);
+  std::printf(" x %d seed(s) (large: loads", o.seeds);
+  for (double l : o.largeLoads) std::printf(" %.1f", l);
+  std::printf(" x %d seed(s)) x max {request, 4x request}\n", o.largeSeeds);
+  for (const auto& [name, secs] : presetSeconds)
+    std::printf("  %s: %.1f s\n", name.c_str(), secs);
+  std::printf("wrote %s/load_sweep{,_verdict}.csv, %s/load_sweep_{verdict,queueing}.png\n",
+              o.out.c_str(), o.out.c_str());
 }
 
 }  // namespace tl::bench

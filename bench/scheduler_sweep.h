@@ -1,19 +1,24 @@
-// bench_scheduler --sweep: every tl-sim policy against offered load (scheduler_sweep.cpp).
+// bench_scheduler --sweep: tl's policy against every baseline over offered load
+// (scheduler_sweep.cpp).
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace tl::bench {
 
 struct SweepOptions {
-  double inplace = 0.3, restart = 8.8;  // rescale costs (s): tl's in-place pause, ckpt-restart
-  int seeds = 3;
-  double largeLoad = 1.3;  // the large preset runs at this one load only (for its time)
-  bool large = true;
+  double inplace = 0.3;  // tl's in-place rescale pause (s): the cost every policy is charged
+  int seeds = 3;         // seeds 1..N per point on pollux and easyscale
+  int largeSeeds = 1;    // seeds 1..N per point on large (a run there takes seconds per policy)
+  std::vector<double> loads{0.5, 0.8, 1.0, 1.3, 1.6, 2.0};
+  std::vector<double> largeLoads{0.5, 0.8, 1.0, 1.3, 1.6, 2.0};
+  std::vector<std::string> presets{"pollux", "easyscale", "large"};
   std::string out;
 };
 
-// Prints the tables, writes OUT/load_sweep.csv and OUT/load_sweep_{4x,request}.png.
+// Prints the tables and the verdict, writes OUT/load_sweep.csv, OUT/load_sweep_verdict.csv,
+// OUT/load_sweep_verdict.png and OUT/load_sweep_queueing.png.
 void runLoadSweep(const SweepOptions& options);
 
 }  // namespace tl::bench

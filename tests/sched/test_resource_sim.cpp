@@ -6,7 +6,7 @@
 #include <map>
 
 #include "common/check.h"
-#include "tools/sched/resource_sim.h"
+#include "tools/sched/resources/resource_sim.h"
 #include "tests/support/run_command.h"
 
 namespace tl::sched {

@@ -5,9 +5,9 @@
 #include <map>
 
 #include "common/check.h"
-#include "tools/sched/generator.h"
-#include "tools/sched/profiles.h"
-#include "tools/sched/simulator.h"
+#include "tools/sched/sim/generator.h"
+#include "tools/sched/sim/profiles.h"
+#include "tools/sched/sim/simulator.h"
 
 namespace tl::sched {
 namespace {

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "common/check.h"
-#include "tools/sched/policy.h"
-#include "tools/sched/simulator.h"
+#include "tools/sched/sim/policy.h"
+#include "tools/sched/sim/simulator.h"
 
 namespace tl::sched {
 namespace {
@@ -161,6 +161,56 @@ TEST(SchedPolicies, GoodputLeavesFreedGpusToTheNextIntervalButFillsThemThen) {
   EXPECT_EQ(r.jobs[1].rescales, 1);
   // elastic-hetero grows Y at once when X ends: 500 left at 20/s from 50 s.
   EXPECT_NEAR(run("elastic-hetero", cluster("fast:2,slow:2"), jobs, 0).jobs[1].jct(), 75, 1e-9);
+}
+
+TEST(SchedPolicies, HeteroGoodputAdmitsAtOnceAndGrowsInPlaceOnlyWhenThePauseIsWorthIt) {
+  // The goodput trace above: fast:4 at 10 samples/s per GPU, A (4000 samples) and B (1200, at
+  // 30 s), 1..4 GPUs with 4 ESTs (3 GPUs are no faster than 2). Rescale cost 6 s, interval
+  // 60 s: a started job that changes is charged rate x 0.9.
+  //  t=0: A alone, fair share 4 (c = 40): admitted at 1, steps to 2 (gain 2) and 4: 40/s.
+  //  t=30 (an event, no interval): B arrives on a full cluster. Keeping A on 4 leaves B
+  //    waiting, so the whole allocation is re-planned: fair shares 2 (c = 20); A (1 of its
+  //    4 kept) and B admitted at 1; A's step to 2 gains 20 (1/9 - 1/18) = 1.11 (both charged),
+  //    B's 20 (1/10 - 1/20) = 1; then B's. A2 B2, no job waiting: taken. A pauses to 36.
+  //  B: 1200 at 20/s from 30: ends at 90, JCT 60, no queueing (goodput: 90, 30 of it waiting).
+  //  A has done 1200 + 54 x 20 = 2280 by 90.
+  //  t=90: B ends. A alone, fair share 4 (c = 40); its step 2 -> 4 charged is 36/s > 20/s:
+  //    it grows in place, pauses to 96, does its 1720 at 40/s: ends at 139.
+  const std::vector<JobSpec> jobs{job("A", 0, 4000, 1, 4), job("B", 30, 1200, 1, 4)};
+  auto r = run("hetero-goodput", cluster("fast:4"), jobs, 6);
+  EXPECT_NEAR(r.jobs[0].jct(), 139, 1e-9);
+  EXPECT_NEAR(r.jobs[1].jct(), 60, 1e-9);
+  EXPECT_NEAR(r.jobs[1].queueing(), 0, 1e-9);
+  EXPECT_EQ(r.jobs[0].rescales, 2);
+  EXPECT_EQ(r.jobs[1].rescales, 0);
+  // At 40 s a pause is charged rate x (1 - 40/60) = 1/3. At 30 s A still shrinks for B (a
+  // waiting job outweighs any rate): paused to 70, 400 done by 90 (2400 left). At 90 growing
+  // to 4 is worth 40/3 = 13.3/s < 20/s: A stays on 2 and ends 120 s later, at 210.
+  auto costly = run("hetero-goodput", cluster("fast:4"), jobs, 40);
+  EXPECT_NEAR(costly.jobs[0].jct(), 210, 1e-9);
+  EXPECT_NEAR(costly.jobs[1].jct(), 60, 1e-9);
+  EXPECT_EQ(costly.jobs[0].rescales, 1);
+}
+
+TEST(SchedPolicies, HeteroGoodputGivesALongRunningJobsGpuToANewOneAndMixesKinds) {
+  // fast:1. A: 50000 samples (5000 s at 10/s), B: 100 samples arriving at 4000 s, 1 GPU each.
+  // FIFO admission (goodput, elastic-hetero): B waits for A: JCTs 5000 and 1010.
+  // hetero-goodput: by 4000 s A has attained 4000 GPU-seconds, past the 1 GPU-hour level; B
+  // (level 0) is admitted first and A waits: B ends at 4010 (JCT 10); A resumes at 4010 with
+  // 10000 samples left: ends at 5010. Mean JCT 2510 against 3005.
+  const std::vector<JobSpec> jobs{job("A", 0, 50000, 1, 1), job("B", 4000, 100, 1, 1)};
+  auto r = run("hetero-goodput", cluster("fast:1"), jobs);
+  EXPECT_NEAR(r.jobs[0].jct(), 5010, 1e-9);
+  EXPECT_NEAR(r.jobs[1].jct(), 10, 1e-9);
+  EXPECT_EQ(r.jobs[0].rescales, 2);  // preempted and resumed
+  for (const char* fifo : {"goodput", "elastic-hetero"}) {
+    auto f = run(fifo, cluster("fast:1"), jobs);
+    EXPECT_NEAR(f.jobs[0].jct(), 5000, 1e-9) << fifo;
+    EXPECT_NEAR(f.jobs[1].jct(), 1010, 1e-9) << fifo;
+  }
+  // Kinds: 3 ESTs on one fast and one slow GPU (2 + 1 by the planner): 15/s, 300 in 20 s.
+  const std::vector<JobSpec> mixed{job("M", 0, 300, 1, 2, "default", 3)};
+  EXPECT_NEAR(run("hetero-goodput", cluster("fast:1,slow:1"), mixed).jobs[0].jct(), 20, 1e-9);
 }
 
 TEST(SchedPolicies, ThroughputModelFollowsTheProfilesAndThePlannerRule) {

@@ -5,7 +5,7 @@
 #include <algorithm>  // std::count (no longer brought in by gtest 1.16)
 
 #include "common/check.h"
-#include "tools/sched/real_plan.h"
+#include "tools/sched/real/real_plan.h"
 
 namespace tl::sched {
 namespace {
@@ -97,6 +97,8 @@ TEST(RealCommands, PoliciesAndTracesTlSchedCannotRun) {
   EXPECT_NE(errorOf([] { requireRealPolicy("las"); }).find("las preempts"), std::string::npos);
   EXPECT_NE(errorOf([] { requireRealPolicy("elastic-hetero"); }).find("mixes slot kinds"), std::string::npos);
   EXPECT_NE(errorOf([] { requireRealPolicy("goodput"); }).find("policy goodput moves jobs"),
+            std::string::npos);
+  EXPECT_NE(errorOf([] { requireRealPolicy("hetero-goodput"); }).find("policy hetero-goodput mixes"),
             std::string::npos);
   EXPECT_NE(errorOf([] { requireRealPolicy("fifo"); }).find("unknown policy 'fifo'"), std::string::npos);
   SlotTable t(parseSlotKinds("fast:2,slow:2:2", "--slots"));

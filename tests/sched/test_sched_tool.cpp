@@ -13,7 +13,7 @@
 
 #include "common/files.h"
 #include "tests/support/png_check.h"
-#include "tools/sched/profiles.h"
+#include "tools/sched/sim/profiles.h"
 
 namespace {
 
@@ -46,10 +46,11 @@ TEST(SchedTool, PresetRunWritesCsvsAndPlotsWithEveryPolicy) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("elastic-hetero"), std::string::npos) << r.output;
   for (const char* f : {"summary.csv", "trace.csv", "jobs_yarn-cs.csv", "jobs_las.csv",
-                        "jobs_elastic.csv", "jobs_elastic-hetero.csv", "jobs_goodput.csv"})
+                        "jobs_elastic.csv", "jobs_elastic-hetero.csv", "jobs_goodput.csv",
+                        "jobs_hetero-goodput.csv"})
     EXPECT_TRUE(tl::fileExists(out + "/" + f)) << f;
   const std::string summary = tl::readFile(out + "/summary.csv");
-  EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 6) << summary;  // 5 policies
+  EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 7) << summary;  // 6 policies
   const std::string jobs = tl::readFile(out + "/jobs_las.csv");
   EXPECT_EQ(std::count(jobs.begin(), jobs.end(), '\n'), 71);
   // Every policy's colour is drawn in the CDF.
@@ -65,14 +66,15 @@ TEST(SchedTool, PresetRunWritesCsvsAndPlotsWithEveryPolicy) {
   }
 }
 
-// Offered load of a written trace, worked out here from the CSV and the profiles alone: GPU-time
-// (request x work / rate of the request on the fastest kind) / (capacity in fastest-kind GPUs x
-// the arrival window, 0 to the last arrival).
+// Offered load of a written trace inside the window [0, window), worked out here from the CSV
+// and the profiles alone: each job's request x min(duration, window - arrival), the duration
+// being work / rate of the request on the fastest kind, over capacity in fastest-kind GPUs x
+// the window.
 struct TraceLoad {
-  double load = 0, window = 0;
+  double load = 0, lastArrival = 0;
   int jobs = 0;
 };
-TraceLoad loadOf(const std::string& csv, const std::map<std::string, int>& kinds) {
+TraceLoad loadOf(const std::string& csv, const std::map<std::string, int>& kinds, double window) {
   const auto profiles = tl::sched::ProfileSet::builtin();
   std::istringstream in(csv);
   std::string line;
@@ -91,35 +93,68 @@ TraceLoad loadOf(const std::string& csv, const std::map<std::string, int>& kinds
     for (std::string v; std::getline(row, v, ',');) f.push_back(v);
     const int gpus = std::stoi(f[column.at("request_gpus")]);
     const double work = std::stod(f[column.at("work_samples")]);
-    gpuSeconds += gpus * work / profiles.rate(f[column.at("model")], "fast", gpus);
+    const double arrival = std::stod(f[column.at("arrival_s")]);
+    const double duration = work / profiles.rate(f[column.at("model")], "fast", gpus);
+    gpuSeconds += gpus * std::min(duration, std::max(0.0, window - arrival));
     ++t.jobs;
-    t.window = std::max(t.window, std::stod(f[column.at("arrival_s")]));
+    t.lastArrival = std::max(t.lastArrival, arrival);
   }
   double capacity = 0;
   for (const auto& [kind, count] : kinds)
     capacity += count * profiles.rate("resnet20", kind, 1) / profiles.rate("resnet20", "fast", 1);
-  t.load = gpuSeconds / (capacity * t.window);
+  t.load = gpuSeconds / (capacity * window);
   return t;
 }
 
-TEST(SchedTool, LoadScalesTheArrivalRateToTheAskedOfferedLoad) {
+double queueingShareOf(const std::string& summaryCsv, const std::string& policy) {
+  std::istringstream in(summaryCsv);
+  std::string line;
+  std::getline(in, line);
+  std::map<std::string, size_t> column;
+  {
+    std::istringstream header(line);
+    size_t i = 0;
+    for (std::string name; std::getline(header, name, ',');) column[name] = i++;
+  }
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::istringstream row(line);
+    for (std::string v; std::getline(row, v, ',');) f.push_back(v);
+    if (f[column.at("policy")] == policy) return std::stod(f[column.at("queueing_share")]);
+  }
+  return -1;
+}
+
+// --load L (issue 42): the work the arrivals offer inside the preset's span at their request
+// is L x capacity x span, work past the span not counted, so more load means more arrivals in
+// the same window and, above 1, a queue under the non-elastic capacity scheduler.
+TEST(SchedTool, LoadIsTheWorkOfferedInsideTheArrivalWindow) {
   const std::map<std::string, int> easyscale{{"fast", 32}, {"mid", 16}, {"slow", 16}};
+  const double window = 4800;  // the preset's 80 minutes
   std::map<double, TraceLoad> seen;
-  for (double load : {0.5, 1.6}) {
+  std::map<double, double> yarnShare;
+  for (double load : {0.5, 1.0, 2.0}) {
     const std::string out = tmpDir("load" + std::to_string(int(load * 10)));
     const auto r = runSim("--preset easyscale --seed 3 --load " + std::to_string(load) +
                           " --policies yarn-cs,elastic-hetero --out " + out);
     ASSERT_EQ(r.status, 0) << r.output;
-    seen[load] = loadOf(tl::readFile(out + "/trace.csv"), easyscale);
-    EXPECT_NEAR(seen[load].load / load, 1, 0.05) << "asked " << load << ", got " << seen[load].load;
+    EXPECT_NE(r.output.find("offered load inside the arrival window"), std::string::npos)
+        << r.output;
+    seen[load] = loadOf(tl::readFile(out + "/trace.csv"), easyscale, window);
+    EXPECT_NEAR(seen[load].load / load, 1, 0.01) << "asked " << load << ", got " << seen[load].load;
+    EXPECT_LT(seen[load].lastArrival, window) << load;
     const std::string summary = tl::readFile(out + "/summary.csv");
     EXPECT_NE(summary.find("queueing_share,arrival_window_utilisation"), std::string::npos)
         << summary;
+    yarnShare[load] = queueingShareOf(summary, "yarn-cs");
   }
-  // The arrival rate is what scales: 70 x L jobs over about the preset's 80 minutes.
-  EXPECT_EQ(seen[0.5].jobs, 35);
-  EXPECT_EQ(seen[1.6].jobs, 112);
-  for (const auto& [load, t] : seen) EXPECT_NEAR(t.window / 4800, 1, 0.25) << load;
+  // The window stays; the arrivals grow with the load.
+  EXPECT_LT(seen[0.5].jobs, seen[1.0].jobs);
+  EXPECT_LT(seen[1.0].jobs, seen[2.0].jobs);
+  EXPECT_GT(seen[0.5].lastArrival, 0.8 * window);
+  // Contention: at 2x the capacity yarn-cs queues for a large share of JCT, at 0.5 hardly.
+  EXPECT_LT(yarnShare[0.5], 0.05) << yarnShare[0.5];
+  EXPECT_GT(yarnShare[2.0], 0.3) << yarnShare[2.0];
   // --load needs a preset: a replayed trace keeps its arrivals.
   const std::string dir = tmpDir("load_trace");
   tl::writeFileAtomic(dir + "/t.csv",
@@ -128,6 +163,45 @@ TEST(SchedTool, LoadScalesTheArrivalRateToTheAskedOfferedLoad) {
       runSim("--trace " + dir + "/t.csv --cluster fast:1 --load 2 --out " + dir + "/o");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.output.find("--load: only with --preset"), std::string::npos) << bad.output;
+  const auto badGrow =
+      runSim("--trace " + dir + "/t.csv --cluster fast:1 --grow 2 --out " + dir + "/o");
+  EXPECT_EQ(badGrow.status, 2);
+  EXPECT_NE(badGrow.output.find("--grow: only with --preset"), std::string::npos)
+      << badGrow.output;
+}
+
+// --grow 1: max = request, the sweep's second setting; the preset default lets jobs grow 4x.
+TEST(SchedTool, GrowSetsMaxGpusAsAMultipleOfTheRequest) {
+  for (int grow : {1, 4}) {
+    const std::string out = tmpDir("grow" + std::to_string(grow));
+    const auto r = runSim("--preset easyscale --seed 2 --load 1 --grow " + std::to_string(grow) +
+                          " --policies yarn-cs --out " + out);
+    ASSERT_EQ(r.status, 0) << r.output;
+    std::istringstream in(tl::readFile(out + "/trace.csv"));
+    std::string line;
+    std::getline(in, line);
+    std::map<std::string, size_t> column;
+    {
+      std::istringstream header(line);
+      size_t i = 0;
+      for (std::string name; std::getline(header, name, ',');) column[name] = i++;
+    }
+    int rows = 0, grown = 0;
+    while (std::getline(in, line)) {
+      std::vector<std::string> f;
+      std::istringstream row(line);
+      for (std::string v; std::getline(row, v, ',');) f.push_back(v);
+      const int request = std::stoi(f[column.at("request_gpus")]);
+      const int max = std::stoi(f[column.at("max_gpus")]);
+      EXPECT_EQ(max, std::min(16, request * grow)) << line;
+      ++rows;
+      grown += max > request;
+    }
+    EXPECT_GT(rows, 100);
+    if (grow == 4) {
+      EXPECT_GT(grown, 0);
+    }
+  }
 }
 
 TEST(SchedTool, ReplaysATraceAndRejectsBadRowsWithTheirLines) {

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "common/check.h"
-#include "tools/sched/profiles.h"
-#include "tools/sched/trace.h"
+#include "tools/sched/sim/profiles.h"
+#include "tools/sched/sim/trace.h"
 
 namespace tl::sched {
 namespace {

@@ -1,5 +1,5 @@
 // The one builder of `mpirun ... tl-launch ...` command lines: tl-submit and tl-profile
-// (tools/submit/mpirun_command.h), tl-sched (tools/sched/real_plan.h) and tl-run
+// (tools/submit/mpirun_command.h), tl-sched (tools/sched/real/real_plan.h) and tl-run
 // (tools/run/relaunch.h) say what they want; the order of the arguments is spelt here once.
 // Torch-free.
 #pragma once

@@ -1,6 +1,6 @@
 // Job profiles for tl-sim from tl-predict: the samples/s of a model on 1..n devices of a kind,
 // from the analytic step time (measured pass + gradient allreduce at the link bandwidth), as
-// rows of tl-sim's profile CSV (`model,kind,gpus,samples_per_s`, tools/sched/profiles.h).
+// rows of tl-sim's profile CSV (`model,kind,gpus,samples_per_s`, tools/sched/sim/profiles.h).
 #pragma once
 
 #include <string>

@@ -102,7 +102,7 @@ TEST(Evaluation, TableSaysWhenAPredictorDoesNotBeatTheMean) {
 }  // namespace
 
 #include "tools/predict/sim_profile.h"
-#include "tools/sched/profiles.h"
+#include "tools/sched/sim/profiles.h"
 
 namespace {
 

@@ -1,0 +1,192 @@
+// "goodput": a Pollux-style goodput-aware policy (Qiao et al., OSDI'21), the joint optimisation
+// elastic-hetero's greedy growth is measured against. No batch-size adaptation: tl's ESTs keep
+// a job's global batch fixed, so a job's goodput is its throughput.
+//
+// Every interval (60 s, at multiples of it) all active jobs' allocations are chosen together to
+// maximise the generalised mean with p = -1 of their speedups, i.e. to minimise
+// sum_i 1 / speedup_i, where speedup_i = rate_i(allocation) / rate_i(fair share) and the fair
+// share is max(min_gpus, min(max_gpus, floor(GPUs / active jobs))) GPUs of the job's fastest
+// kind. A zero speedup makes the mean zero, so first as many jobs as possible hold GPUs: in
+// arrival order each gets its min_gpus (what it holds first, then the fastest kinds), as in
+// the elastic policies. The rest is handed out greedily, one step at a time, to the job and
+// kind with the largest fall of c_i / rate_i per GPU (c_i = rate_i(fair share)); a step is the
+// fewest GPUs that raise the job's rate. The objective is separable and, for concave profiles,
+// convex in each job's GPUs, which is where greedy marginal allocation is optimal.
+//
+// Each change is charged the rescale cost: a started job whose allocation changes is counted
+// at rate x (1 - cost / interval) (the pause eats that share of the interval). The re-optimised
+// allocation is taken only if it scores better than keeping every running job as it is and
+// placing waiting jobs into the free GPUs (fewer waiting jobs first, then the charged sum).
+// Between intervals (arrivals, completions) running jobs are kept and only waiting jobs are
+// placed into free GPUs: an arrival on a full cluster waits for the next interval, as in Pollux.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <tuple>
+
+#include "common/check.h"
+#include "tools/sched/sim/policy.h"
+
+namespace tl::sched {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+int sum(const Allocation& a) {
+  int n = 0;
+  for (int v : a) n += v;
+  return n;
+}
+
+class Goodput : public Policy {
+ public:
+  Goodput(const ThroughputModel& model, const PolicyOptions& options)
+      : model_(model), options_(options) {
+    TL_REQUIRE(options.intervalSeconds > 0, "goodput: the interval must be > 0 s, got ",
+               options.intervalSeconds);
+    TL_REQUIRE(options.rescaleCostSeconds >= 0, "goodput: the rescale cost must be >= 0 s");
+  }
+  std::string name() const override { return "goodput"; }
+
+  std::vector<Allocation> allocate(double now, const std::vector<JobView>& jobs) override {
+    const auto weights = fairShareRates(jobs);
+    auto keep = plan(jobs, weights, /*keepRunning=*/true);
+    const double t = options_.intervalSeconds;
+    if (std::abs(now - t * std::round(now / t)) > 1e-6) return keep;
+    auto fresh = plan(jobs, weights, /*keepRunning=*/false);
+    return score(jobs, weights, fresh) < score(jobs, weights, keep) ? fresh : keep;
+  }
+
+  double nextDecisionTime(double now, const std::vector<JobView>& jobs) const override {
+    if (jobs.empty()) return kInf;
+    const double t = options_.intervalSeconds;
+    double next = (std::floor(now / t) + 1) * t;
+    if (next - now < 1e-6) next += t;  // `now` a rounding short of a boundary: that one is done
+    return next;
+  }
+
+ private:
+  // c_i: the job's rate at its fair share (the speedup's denominator).
+  std::vector<double> fairShareRates(const std::vector<JobView>& jobs) const {
+    const int total = model_.cluster().totalGpus();
+    const int n = std::max<int>(1, int(jobs.size()));
+    std::vector<double> c;
+    for (const auto& j : jobs) {
+      const int share = std::max(j.spec->minGpus, std::min(j.spec->maxGpus, total / n));
+      Allocation fair(model_.cluster().kinds.size(), 0);
+      fair[size_t(model_.kindsBySpeed(j.spec->model).front())] = share;
+      c.push_back(model_.rate(*j.spec, fair));
+    }
+    return c;
+  }
+
+  // (waiting jobs, sum of c_i / charged rate_i): lexicographically smaller is better.
+  std::pair<int, double> score(const std::vector<JobView>& jobs, const std::vector<double>& c,
+                               const std::vector<Allocation>& alloc) const {
+    const double charged =
+        std::max(0.0, 1 - options_.rescaleCostSeconds / options_.intervalSeconds);
+    int waiting = 0;
+    double cost = 0;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (sum(alloc[i]) == 0) {
+        ++waiting;
+        continue;
+      }
+      double rate = model_.rate(*jobs[i].spec, alloc[i]);
+      if (jobs[i].started && alloc[i] != jobs[i].current) rate *= charged;
+      cost += rate > 0 ? c[i] / rate : kInf;
+    }
+    return {waiting, cost};
+  }
+
+  std::vector<Allocation> plan(const std::vector<JobView>& jobs, const std::vector<double>& c,
+                               bool keepRunning) const {
+    std::vector<int> free;
+    for (const auto& k : model_.cluster().kinds) free.push_back(k.count);
+    std::vector<Allocation> out(jobs.size(), Allocation(free.size(), 0));
+    std::vector<bool> fixed(jobs.size(), false);
+    if (keepRunning)
+      for (size_t i = 0; i < jobs.size(); ++i)
+        if (sum(jobs[i].current) > 0) {
+          fixed[i] = true;
+          out[i] = jobs[i].current;
+          for (size_t k = 0; k < free.size(); ++k) free[k] -= out[i][k];
+        }
+    for (size_t i = 0; i < jobs.size(); ++i)
+      if (!fixed[i]) admit(jobs[i], free, out[i]);
+
+    using Entry = std::tuple<double, long, int, int>;  // (gain per GPU, -index, kind, step)
+    std::priority_queue<Entry> heap;
+    const auto push = [&](size_t i) {
+      const auto [gain, kind, step] = bestStep(*jobs[i].spec, c[i], free, out[i]);
+      if (kind >= 0) heap.emplace(gain, -long(i), kind, step);
+    };
+    for (size_t i = 0; i < jobs.size(); ++i)
+      if (!fixed[i] && sum(out[i]) > 0) push(i);
+    while (!heap.empty()) {
+      const auto [gain, negIndex, kind, step] = heap.top();
+      heap.pop();
+      const size_t i = size_t(-negIndex);
+      if (free[size_t(kind)] < step) {  // others took those GPUs since: ask the job again
+        push(i);
+        continue;
+      }
+      out[i][size_t(kind)] += step;
+      free[size_t(kind)] -= step;
+      push(i);
+    }
+    return out;
+  }
+
+  // min_gpus: what the job holds first (fewer moves), then the fastest kinds; nothing if they
+  // are not free.
+  void admit(const JobView& job, std::vector<int>& free, Allocation& out) const {
+    int left = job.spec->minGpus, available = 0;
+    for (int f : free) available += f;
+    if (available < left) return;
+    for (size_t k = 0; k < free.size() && left > 0; ++k) {
+      const int take = std::min({left, free[k], job.current[k]});
+      out[k] += take, free[k] -= take, left -= take;
+    }
+    for (int k : model_.kindsBySpeed(job.spec->model)) {
+      const int take = std::min(left, free[size_t(k)]);
+      out[size_t(k)] += take, free[size_t(k)] -= take, left -= take;
+    }
+  }
+
+  // The fewest GPUs of one kind that raise the job's rate, the kind with the largest fall of
+  // c / rate per GPU: (gain, kind, step); kind -1 when no step fits or helps.
+  std::tuple<double, int, int> bestStep(const JobSpec& job, double c, const std::vector<int>& free,
+                                        Allocation& alloc) const {
+    const int room = job.maxGpus - sum(alloc);
+    const double now = model_.rate(job, alloc);
+    for (int step = 1; step <= room; ++step) {
+      int bestKind = -1;
+      double bestGain = 0;
+      for (size_t k = 0; k < free.size(); ++k) {
+        if (free[k] < step) continue;
+        alloc[k] += step;
+        const double rate = model_.rate(job, alloc);
+        alloc[k] -= step;
+        if (rate <= now * (1 + 1e-9)) continue;
+        const double gain = c * (1 / now - 1 / rate) / step;
+        if (gain > bestGain) bestGain = gain, bestKind = int(k);
+      }
+      if (bestKind >= 0) return {bestGain, bestKind, step};
+    }
+    return {0, -1, 0};
+  }
+
+  const ThroughputModel& model_;
+  PolicyOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> makeGoodputPolicy(const ThroughputModel& model,
+                                          const PolicyOptions& options) {
+  return std::make_unique<Goodput>(model, options);
+}
+
+}  // namespace tl::sched

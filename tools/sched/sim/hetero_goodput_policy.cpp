@@ -1,0 +1,303 @@
+// "hetero-goodput": tl's default policy. It joins goodput's whole-allocation objective with
+// elastic-hetero's placement over GPU kinds, charges tl's in-place rescale (not a
+// checkpoint-restart) and decides at events, not only at ticks.
+//
+// Objective (as goodput, goodput_policy.cpp): minimise sum_i c_i / rate_i, the p = -1 mean of
+// speedups over a fair share, where rate_i is the planner's rate on a mixed allocation
+// (ThroughputModel::rate: ESTs placed over several kinds). c_i is the job's rate on its fair
+// share max(min, min(max, floor(GPUs / active jobs))) of its fastest kind.
+//
+// Plan: jobs are admitted at min_gpus in priority order, on what they hold first (a running
+// job is not pushed onto a slower kind by a newcomer), the rest on the fastest free kinds; the
+// free GPUs then go one step at a time to the job and kind with the largest
+// fall of c_i / rate_i per GPU (a step: the fewest GPUs of one kind that raise the rate), and
+// a job left on a slower kind while a faster one has free GPUs is moved there. The
+// priority order is Tiresias' discretised least attained service (levels at 1 and 10
+// GPU-hours, arrival order inside a level): when there are more jobs than GPUs, those that
+// have had the least wait least, which is what mean JCT under heavy-tailed durations needs;
+// FIFO (goodput, elastic-hetero) lets a few long jobs hold the cluster while short ones queue.
+//
+// Decisions: at every event (arrival, completion, a running job crossing a level while others
+// wait); no periodic tick (the plan depends only on what events change). Two candidates are scored: `keep` (running jobs keep their
+// GPUs and may grow into free ones; waiting jobs are admitted into free GPUs) and `fresh`
+// (everything re-planned). The score is lexicographic: waiting jobs per priority level (higher
+// priority first), then sum c_i / charged rate_i, where a started job whose allocation changes
+// is charged rate x (1 - cost / interval) for tl's in-place pause
+// (PolicyOptions::rescaleCostSeconds); the greedy steps and moves are charged alike, so a
+// running job grows or moves only when the charged faster rate beats what it has. An arrival
+// on a full cluster therefore gets GPUs at once (running jobs shrink in place), as in
+// elastic-hetero, and freed GPUs are handed out at once, not at the next tick as in goodput.
+// Re-planning at every event, not only when a job waits, matters on mixed kinds: a newcomer
+// then gets a fast GPU from a job that holds more than it gains from, not a slow free one.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <tuple>
+
+#include "common/check.h"
+#include "tools/sched/sim/policy.h"
+
+namespace tl::sched {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kThresholds[] = {3600.0, 36000.0};  // GPU-seconds: Tiresias' levels
+constexpr int kLevels = 3;
+constexpr double kSlack = 1e-6;
+
+int sum(const Allocation& a) {
+  int n = 0;
+  for (int v : a) n += v;
+  return n;
+}
+
+int level(double attained) {
+  int l = 0;
+  for (double t : kThresholds) l += attained >= t - kSlack;
+  return l;
+}
+
+struct Score {
+  int waiting[kLevels] = {0, 0, 0};
+  double cost = 0;
+  bool operator<(const Score& o) const {
+    for (int l = 0; l < kLevels; ++l)
+      if (waiting[l] != o.waiting[l]) return waiting[l] < o.waiting[l];
+    return cost < o.cost * (1 - 1e-12);
+  }
+};
+
+class HeteroGoodput : public Policy {
+ public:
+  HeteroGoodput(const ThroughputModel& model, const PolicyOptions& options)
+      : model_(model), options_(options) {
+    TL_REQUIRE(options.intervalSeconds > 0, "hetero-goodput: the interval must be > 0 s, got ",
+               options.intervalSeconds);
+    TL_REQUIRE(options.rescaleCostSeconds >= 0,
+               "hetero-goodput: the rescale cost must be >= 0 s");
+  }
+  std::string name() const override { return "hetero-goodput"; }
+
+  std::vector<Allocation> allocate(double, const std::vector<JobView>& jobs) override {
+    const auto c = fairShareRates(jobs);
+    std::vector<size_t> order(jobs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return level(jobs[a].attainedGpuSeconds) < level(jobs[b].attainedGpuSeconds);
+    });
+    auto keep = plan(jobs, c, order, /*keepRunning=*/true);
+    auto fresh = plan(jobs, c, order, /*keepRunning=*/false);
+    return score(jobs, c, fresh) < score(jobs, c, keep) ? fresh : keep;
+  }
+
+  double nextDecisionTime(double now, const std::vector<JobView>& jobs) const override {
+    // No periodic tick: between events the plan's inputs (active jobs, their GPUs) do not
+    // change, so re-planning would return the same allocation. Only a running job crossing a
+    // level while another waits may change who holds GPUs.
+    double next = kInf;
+    bool anyWaiting = false;
+    for (const auto& j : jobs) anyWaiting = anyWaiting || sum(j.current) == 0;
+    if (!anyWaiting) return next;
+    for (const auto& j : jobs) {
+      const int held = sum(j.current);
+      if (held == 0) continue;
+      for (double th : kThresholds)
+        if (j.attainedGpuSeconds < th - kSlack) {
+          next = std::min(next, now + (th - j.attainedGpuSeconds) / held);
+          break;
+        }
+    }
+    return next;
+  }
+
+ private:
+  std::vector<double> fairShareRates(const std::vector<JobView>& jobs) const {
+    const int total = model_.cluster().totalGpus();
+    const int n = std::max<int>(1, int(jobs.size()));
+    std::vector<double> c;
+    c.reserve(jobs.size());
+    for (const auto& j : jobs) {
+      const int share = std::max(j.spec->minGpus, std::min(j.spec->maxGpus, total / n));
+      Allocation fair(model_.cluster().kinds.size(), 0);
+      fair[size_t(model_.kindsBySpeed(j.spec->model).front())] = share;
+      c.push_back(model_.rate(*j.spec, fair));
+    }
+    return c;
+  }
+
+  Score score(const std::vector<JobView>& jobs, const std::vector<double>& c,
+              const std::vector<Allocation>& alloc) const {
+    const double charged =
+        std::max(0.0, 1 - options_.rescaleCostSeconds / options_.intervalSeconds);
+    Score s;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (sum(alloc[i]) == 0) {
+        ++s.waiting[level(jobs[i].attainedGpuSeconds)];
+        continue;
+      }
+      double rate = model_.rate(*jobs[i].spec, alloc[i]);
+      if (jobs[i].started && alloc[i] != jobs[i].current) rate *= charged;
+      s.cost += rate > 0 ? c[i] / rate : kInf;
+    }
+    return s;
+  }
+
+  std::vector<Allocation> plan(const std::vector<JobView>& jobs, const std::vector<double>& c,
+                               const std::vector<size_t>& order, bool keepRunning) const {
+    std::vector<int> free;
+    for (const auto& k : model_.cluster().kinds) free.push_back(k.count);
+    std::vector<Allocation> out(jobs.size(), Allocation(free.size(), 0));
+    if (keepRunning)
+      for (size_t i = 0; i < jobs.size(); ++i) {
+        out[i] = jobs[i].current;
+        for (size_t k = 0; k < free.size(); ++k) free[k] -= out[i][k];
+      }
+    admit(jobs, order, free, out);
+
+    grow(jobs, c, free, out);
+    if (upgrade(jobs, free, out)) grow(jobs, c, free, out);
+    return out;
+  }
+
+  // Moves running or admitted jobs from a slower kind onto free GPUs of a faster one, one GPU
+  // at a time, while the job's charged rate rises (a 1-GPU job that started on a slow GPU is
+  // not left there once a fast one is free; growth alone never moves it). True if any moved.
+  bool upgrade(const std::vector<JobView>& jobs, std::vector<int>& free,
+               std::vector<Allocation>& out) const {
+    bool moved = false;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (sum(out[i]) == 0) continue;
+      for (bool again = true; again;) {
+        again = false;
+        int totalFree = 0;
+        for (int f : free) totalFree += f;
+        if (totalFree == 0) return moved;
+        const double now = chargedRate(jobs[i], out[i]);
+        double best = now * (1 + 1e-9);
+        int from = -1, to = -1;
+        for (size_t a = 0; a < free.size(); ++a) {
+          if (out[i][a] == 0) continue;
+          for (size_t b = 0; b < free.size(); ++b) {
+            if (b == a || free[b] == 0) continue;
+            --out[i][a], ++out[i][b];
+            const double rate = chargedRate(jobs[i], out[i]);
+            ++out[i][a], --out[i][b];
+            if (rate > best) best = rate, from = int(a), to = int(b);
+          }
+        }
+        if (from < 0) break;
+        --out[i][size_t(from)], ++free[size_t(from)];
+        ++out[i][size_t(to)], --free[size_t(to)];
+        moved = again = true;
+      }
+    }
+    return moved;
+  }
+
+  // The free GPUs one step at a time to the job and kind with the largest fall of c / rate per
+  // GPU.
+  void grow(const std::vector<JobView>& jobs, const std::vector<double>& c, std::vector<int>& free,
+            std::vector<Allocation>& out) const {
+    using Entry = std::tuple<double, long, int, int>;  // (gain per GPU, -index, kind, step)
+    std::priority_queue<Entry> heap;
+    const auto push = [&](size_t i) {
+      const auto [gain, kind, step] = bestStep(jobs[i], c[i], free, out[i]);
+      if (kind >= 0) heap.emplace(gain, -long(i), kind, step);
+    };
+    int totalFree = 0;
+    for (int f : free) totalFree += f;
+    if (totalFree == 0) return;
+    for (size_t i = 0; i < jobs.size(); ++i)
+      if (sum(out[i]) > 0) push(i);
+    while (!heap.empty()) {
+      const auto [gain, negIndex, kind, step] = heap.top();
+      heap.pop();
+      const size_t i = size_t(-negIndex);
+      if (free[size_t(kind)] < step) {  // others took those GPUs since: ask the job again
+        push(i);
+        continue;
+      }
+      out[i][size_t(kind)] += step;
+      free[size_t(kind)] -= step;
+      push(i);
+    }
+  }
+
+  // Admission at min_gpus. Which jobs: in priority order, while their min_gpus fit in the free
+  // GPUs' count. Which GPUs: first every admitted job's own (a running job keeps its place;
+  // a newcomer does not push an older job onto a slower kind), then, in priority order, the
+  // fastest free kinds for the rest.
+  void admit(const std::vector<JobView>& jobs, const std::vector<size_t>& order,
+             std::vector<int>& free, std::vector<Allocation>& out) const {
+    int count = 0;
+    for (int f : free) count += f;
+    std::vector<size_t> admitted;
+    for (size_t i : order) {
+      if (sum(out[i]) > 0 || jobs[i].spec->minGpus > count) continue;
+      admitted.push_back(i);
+      count -= jobs[i].spec->minGpus;
+    }
+    std::vector<int> left(jobs.size(), 0);
+    for (size_t i : admitted) {
+      left[i] = jobs[i].spec->minGpus;
+      for (size_t k = 0; k < free.size() && left[i] > 0; ++k) {
+        const int take = std::min({left[i], free[k], jobs[i].current[k]});
+        out[i][k] += take, free[k] -= take, left[i] -= take;
+      }
+    }
+    for (size_t i : admitted)
+      for (int k : model_.kindsBySpeed(jobs[i].spec->model)) {
+        const int take = std::min(left[i], free[size_t(k)]);
+        out[i][size_t(k)] += take, free[size_t(k)] -= take, left[i] -= take;
+      }
+  }
+
+  // The job's rate on `alloc`, charged the in-place pause when a started job would change.
+  double chargedRate(const JobView& job, const Allocation& alloc) const {
+    const double rate = model_.rate(*job.spec, alloc);
+    if (!job.started || alloc == job.current) return rate;
+    return rate * std::max(0.0, 1 - options_.rescaleCostSeconds / options_.intervalSeconds);
+  }
+
+  // The fewest GPUs of one kind that raise the job's charged rate, the kind with the largest
+  // fall of c / rate per GPU: (gain, kind, step); kind -1 when no step fits or helps. Growing
+  // a running job in place pays the pause: it is taken only when the faster rate, charged,
+  // still beats the rate it has.
+  std::tuple<double, int, int> bestStep(const JobView& job, double c, const std::vector<int>& free,
+                                        Allocation& alloc) const {
+    int mostFree = 0;
+    for (int f : free) mostFree = std::max(mostFree, f);
+    const int room = std::min(job.spec->maxGpus - sum(alloc), mostFree);  // a step is one kind
+    if (room <= 0) return {0, -1, 0};
+    const double now = chargedRate(job, alloc);
+    if (!(now > 0)) return {0, -1, 0};
+    for (int step = 1; step <= room; ++step) {
+      int bestKind = -1;
+      double bestGain = 0;
+      for (size_t k = 0; k < free.size(); ++k) {
+        if (free[k] < step) continue;
+        alloc[k] += step;
+        const double rate = chargedRate(job, alloc);
+        alloc[k] -= step;
+        if (rate <= now * (1 + 1e-9)) continue;
+        const double gain = c * (1 / now - 1 / rate) / step;
+        if (gain > bestGain) bestGain = gain, bestKind = int(k);
+      }
+      if (bestKind >= 0) return {bestGain, bestKind, step};
+    }
+    return {0, -1, 0};
+  }
+
+  const ThroughputModel& model_;
+  PolicyOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> makeHeteroGoodputPolicy(const ThroughputModel& model,
+                                                const PolicyOptions& options) {
+  return std::make_unique<HeteroGoodput>(model, options);
+}
+
+}  // namespace tl::sched
