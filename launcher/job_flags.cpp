@@ -155,9 +155,8 @@ LaunchFlag toggle(std::string name, FlagRole role, std::string help, Field field
 
 #define TL_FIELD(expr) [](LaunchOptions & o) -> auto& { return o.expr; }
 
-std::vector<LaunchFlag> buildTable() {
-  std::vector<LaunchFlag> t;
-  // The model.
+// The model: a built-in architecture, or the user's TorchScript module and its loss.
+void addModelFlags(std::vector<LaunchFlag>& t) {
   t.push_back(choice("model", kDefining, "model architecture", models::modelNames(), "mlp", TL_FIELD(job.model.arch)));
   t.push_back(integer<int>("depth", kDefining, "depth of the CIFAR ResNet (6n+2: 20, 32, 56, ...)", "20",
                            TL_FIELD(job.model.depth), 0));
@@ -193,7 +192,10 @@ std::vector<LaunchFlag> buildTable() {
         o.job.model.returnsLoss = v == "loss";
       },
       [](const LaunchOptions& o) { return std::string(o.job.model.returnsLoss ? "loss" : "logits"); }));
-  // The data.
+}
+
+// The data: format, location, augmentation, batch and loading.
+void addDataFlags(std::vector<LaunchFlag>& t) {
   t.push_back(choice("dataset", kDefining, "dataset format", data::datasetKinds(), "cifar10", TL_FIELD(job.dataset)));
   t.push_back(string("data-dir", kRun,
                      "folder holding the dataset files [fashion-mnist: " + std::string(kFashionMnistDir) + "]",
@@ -270,7 +272,10 @@ std::vector<LaunchFlag> buildTable() {
       }));
   t.back().realRange = std::make_pair(0.001, 1e6);
   t.push_back(integer<int>("prefetch", kRun, "batches prepared ahead per loader thread", "4", TL_FIELD(job.prefetch), 1, 64));
-  // Length, optimizer and schedule.
+}
+
+// The job's length and its optimizer (with gradient clipping).
+void addOptimizerFlags(std::vector<LaunchFlag>& t) {
   t.push_back(integer<int64_t>("epochs", kDefining, "epochs to train (1 unless --steps is given)", "3",
                                TL_FIELD(job.epochs), 0));
   t.push_back(integer<int64_t>("steps", kDefining, "optimizer steps to train (instead of --epochs)", "7",
@@ -296,6 +301,10 @@ std::vector<LaunchFlag> buildTable() {
                    "clip_grad_norm_ (0: off); steps record grad_norm, the norm before clipping, and a "
                    "non-finite norm ends the job naming the step",
                    "1.0", TL_FIELD(job.clipGradNorm), 0, kMaxEpochs));
+}
+
+// The learning-rate schedule.
+void addScheduleFlags(std::vector<LaunchFlag>& t) {
   t.push_back(choice("lr-schedule", kDefining, "learning-rate schedule", {"constant", "step", "cosine"}, "cosine",
                      TL_FIELD(job.schedule.kind)));
   t.push_back(real("lr-step-epochs", kDefining, "step schedule: epochs between decays", "2",
@@ -305,7 +314,11 @@ std::vector<LaunchFlag> buildTable() {
                    TL_FIELD(job.schedule.warmupEpochs), 0, kMaxEpochs));
   t.push_back(real("min-lr", kDefining, "cosine schedule: final learning rate", "0.001",
                    TL_FIELD(job.schedule.minLr), 0, kMaxRate));
-  // What else decides the bits.
+}
+
+// What else decides the bits, whatever the placement: the seed, N (the logical workers), their
+// intra-op threads and the reduction.
+void addElasticFlags(std::vector<LaunchFlag>& t) {
   t.push_back(integer<uint64_t>("seed", kDefining, "seed of the job (model init, data order, augmentation)", "9",
                                 TL_FIELD(job.seed), 0));
   t.push_back(integer<int>("logical-workers", kDefining,
@@ -319,7 +332,10 @@ std::vector<LaunchFlag> buildTable() {
       "gradient reduction (exact|fp32): exact gives the same bits on every placement; fp32 is a plain float allreduce",
       "fp32", [](LaunchOptions& o, const std::string& v) { o.job.reduction = parseReduction(v); },
       [](const LaunchOptions& o) { return std::string(toString(o.job.reduction)); }));
-  // Where and how this launch runs.
+}
+
+// Where and how this launch runs: device, placement, outputs, checkpoints, control, resume, check.
+void addRunFlags(std::vector<LaunchFlag>& t) {
   t.push_back(custom(
       "device", kRun, "device of each process: cpu, cuda, or sim:RATE (a stand-in consuming RATE images/s without a core)",
       "sim:2000", [](LaunchOptions& o, const std::string& v) { o.job.device = DeviceSpec::parse(v); },
@@ -409,6 +425,17 @@ std::vector<LaunchFlag> buildTable() {
       "check-processes", kRun,
       "--check: the processes the job will run on [0: as launched: 1, or mpirun's -np]", "2",
       TL_FIELD(checkProcesses), 0, 1 << 20));
+}
+
+// The table in the order --help lists it: one group after the other.
+std::vector<LaunchFlag> buildTable() {
+  std::vector<LaunchFlag> t;
+  addModelFlags(t);
+  addDataFlags(t);
+  addOptimizerFlags(t);
+  addScheduleFlags(t);
+  addElasticFlags(t);
+  addRunFlags(t);
   return t;
 }
 
