@@ -13,6 +13,7 @@
 #include "runtime/models/model.h"
 #include "runtime/models/model_names.h"
 #include "runtime/models/torchscript_model.h"
+#include "runtime/optim/decay_groups.h"
 #include "runtime/optim/optimizer.h"
 
 namespace tl::launcher {
@@ -287,6 +288,22 @@ void addOptimizerFlags(std::vector<LaunchFlag>& t) {
   t.push_back(real("dampening", kDefining, "momentum dampening (sgd)", "0.1", TL_FIELD(job.optimizer.dampening), 0, 1));
   t.push_back(real("weight-decay", kDefining, "weight decay (decoupled for adamw)", "0.0005",
                    TL_FIELD(job.optimizer.weightDecay), 0, kMaxRate));
+  t.push_back(choice("weight-decay-on", kDefining,
+                     "which parameters --weight-decay applies to: all, or matrices: those with 2 or more "
+                     "dimensions (nanoGPT's rule: not biases, not norm gains), as a PyTorch parameter group "
+                     "with weight_decay 0 for the rest",
+                     {"all", "matrices"}, "matrices", TL_FIELD(job.weightDecayOn)));
+  t.push_back(custom(
+      "no-decay", kDefining,
+      "also no weight decay for the parameters whose name (named_parameters: blocks.0.ln_1.weight) this "
+      "ECMAScript regular expression matches somewhere in [none]",
+      "bias|ln",
+      [](LaunchOptions& o, const std::string& v) {
+        TL_REQUIRE(!v.empty(), "--no-decay: must not be empty");
+        optim::checkNoDecayPattern(v);
+        o.job.noDecay = v;
+      },
+      [](const LaunchOptions& o) { return o.job.noDecay; }));
   t.push_back(belowOne(real("beta1", kDefining, "Adam beta1, in [0, 1)", "0.8", TL_FIELD(job.optimizer.beta1), 0, 1)));
   t.push_back(belowOne(real("beta2", kDefining, "Adam beta2, in [0, 1)", "0.99", TL_FIELD(job.optimizer.beta2), 0, 1)));
   t.push_back(real("eps", kDefining, "term added to denominators (negative: PyTorch's default per optimizer)",
@@ -305,8 +322,10 @@ void addOptimizerFlags(std::vector<LaunchFlag>& t) {
 
 // The learning-rate schedule.
 void addScheduleFlags(std::vector<LaunchFlag>& t) {
-  t.push_back(choice("lr-schedule", kDefining, "learning-rate schedule", {"constant", "step", "cosine"}, "cosine",
-                     TL_FIELD(job.schedule.kind)));
+  t.push_back(choice("lr-schedule", kDefining,
+                     "learning-rate schedule; linear (and cosine or constant with --warmup-steps or "
+                     "--decay-steps) counts steps, as nanoGPT's get_lr",
+                     {"constant", "step", "cosine", "linear"}, "cosine", TL_FIELD(job.schedule.kind)));
   t.push_back(real("lr-step-epochs", kDefining, "step schedule: epochs between decays", "2",
                    TL_FIELD(job.schedule.stepEpochs), 0, kMaxEpochs));
   t.push_back(real("lr-gamma", kDefining, "step schedule: decay factor", "0.5", TL_FIELD(job.schedule.gamma), 0, 1));
@@ -314,6 +333,29 @@ void addScheduleFlags(std::vector<LaunchFlag>& t) {
                    TL_FIELD(job.schedule.warmupEpochs), 0, kMaxEpochs));
   t.push_back(real("min-lr", kDefining, "cosine schedule: final learning rate", "0.001",
                    TL_FIELD(job.schedule.minLr), 0, kMaxRate));
+  // In steps (runtime/optim/lr_schedule.h: nanoGPT's get_lr); -1 in the job: not given.
+  const auto stepCount = [](const char* name, std::string help, std::string example, auto field) {
+    const std::string flag = std::string("--") + name;
+    return custom(
+        name, kDefining, std::move(help), std::move(example),
+        [flag, field](LaunchOptions& o, const std::string& v) {
+          const int64_t x = parseInt(v, flag);
+          if (x < 0) inputError(flag, ": must be at least 0, got ", x);
+          field(o) = x;
+        },
+        [field](const LaunchOptions& o) {
+          const int64_t x = field(const_cast<LaunchOptions&>(o));
+          return x < 0 ? std::string() : text(x);
+        });
+  };
+  t.push_back(stepCount("warmup-steps",
+                        "linear warm-up over this many steps: step i (from 0) < W takes lr * (i + 1) / (W + 1); "
+                        "then the schedule in steps [none]",
+                        "100", TL_FIELD(job.schedule.warmupSteps)));
+  t.push_back(stepCount("decay-steps",
+                        "cosine or linear in steps: the step index (from 0) at which the decay from --lr reaches "
+                        "--min-lr, kept after [the job's last step]",
+                        "1000", TL_FIELD(job.schedule.decaySteps)));
 }
 
 // What else decides the bits, whatever the placement: the seed, N (the logical workers), their
