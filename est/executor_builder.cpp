@@ -15,7 +15,7 @@ namespace {
 // The one place that turns the job's device into a step backend.
 std::unique_ptr<StepBackend> createBackend(const JobConfig& job, Replica& replica, bool backwardThread) {
   if (job.device.isSimulated()) return createSimulatedBackend(job.device.simRate);
-  return createTrainingBackend(replica, job.overlap, backwardThread);
+  return createTrainingBackend(replica, job.overlap, backwardThread, job.microBatches);
 }
 
 }  // namespace

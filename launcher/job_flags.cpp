@@ -233,6 +233,11 @@ void addDataFlags(std::vector<LaunchFlag>& t) {
                      "tokens: read raw little-endian train.bin/val.bin of this width instead of .npy files",
                      {"uint16", "uint32"}, "uint16", TL_FIELD(job.tokenDtype)));
   t.push_back(integer<int64_t>("batch", kDefining, "batch size per logical worker", "16", TL_FIELD(job.batch), 1));
+  t.push_back(integer<int64_t>("micro-batches", kDefining,
+                               "compute each worker's batch in this many equal pieces, accumulating the gradient of "
+                               "each piece's loss / K, as PyTorch's accumulation with no_sync (for memory; K defines "
+                               "the job: K = 2 does not give K = 1's bits; --batch must be divisible by K)",
+                               "4", TL_FIELD(job.microBatches), 1));
   t.push_back(custom(
       "workers", kRun,
       "loader threads per process (0: load on the training thread), or 'auto': the node coordinator sizes the pool",

@@ -115,6 +115,9 @@ void validate(const JobConfig& c) {
                std::max<int64_t>(0, s.warmupSteps), ")");
   }
   if (!c.noDecay.empty()) optim::checkNoDecayPattern(c.noDecay);
+  TL_REQUIRE(c.microBatches >= 1, "--micro-batches: must be at least 1, got ", c.microBatches);
+  TL_REQUIRE(c.batch % c.microBatches == 0, "--micro-batches ", c.microBatches, ": --batch ", c.batch,
+             " is not divisible by it (each EST's batch is cut into equal pieces)");
   TL_REQUIRE(c.weightDecayOn == "all" || c.weightDecayOn == "matrices", "--weight-decay-on: unknown value '",
              c.weightDecayOn, "' (expected all or matrices)");
 }
@@ -153,6 +156,7 @@ nlohmann::json toJson(const JobDefinition& c) {
   if (c.clipGradNorm > 0) j["clip_grad_norm"] = c.clipGradNorm;  // absent: off (and older jobs)
   if (c.weightDecayOn != "all") j["weight_decay_on"] = c.weightDecayOn;  // absent: all (and older jobs)
   if (!c.noDecay.empty()) j["no_decay"] = c.noDecay;
+  if (c.microBatches != 1) j["micro_batches"] = c.microBatches;  // absent: 1 (and older jobs)
   j["seed"] = c.seed;
   j["logical_workers"] = c.logicalWorkers;
   j["compute_threads"] = c.computeThreads;
@@ -246,6 +250,7 @@ JobDefinition jobDefinitionFromJson(const nlohmann::json& j) {
     c.clipGradNorm = j.value("clip_grad_norm", 0.0);
     c.weightDecayOn = j.value("weight_decay_on", std::string("all"));
     c.noDecay = j.value("no_decay", std::string());
+    c.microBatches = j.value("micro_batches", int64_t(1));
     c.seed = j.at("seed");
     c.logicalWorkers = j.value("logical_workers", 0);  // checkpoints before 0.2 keep it outside
     c.computeThreads = j.at("compute_threads");

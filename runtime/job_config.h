@@ -85,6 +85,9 @@ struct JobDefinition {
   // named_parameters) an ECMAScript regular expression finds a match in (--no-decay).
   std::string weightDecayOn = "all";
   std::string noDecay;
+  // > 1: each EST computes its batch in this many pieces and accumulates loss / K gradients
+  // (PyTorch's accumulation with no_sync). It defines the job: K = 2 is not K = 1 bit for bit.
+  int64_t microBatches = 1;
 
   uint64_t seed = 0;
   int logicalWorkers = 0;      // N; 0 until the launcher resolves it (one per process)

@@ -31,6 +31,7 @@ default, as tl's runtime/optim/adam.cpp follows them in each PyTorch version: 2.
 round the first moment with lerp_) with tl's --beta1/--beta2/--eps/--weight-decay.
 """
 import argparse
+import contextlib
 import hashlib
 import json
 import math
@@ -72,6 +73,9 @@ def parse_args(argv):
     p.add_argument("--init", help="tl's initial state dict (--steps 0 --save-model); not with --model-file")
     p.add_argument("--ranks", type=int, required=True)
     p.add_argument("--batch", type=int, required=True, help="per rank, as tl's --batch")
+    p.add_argument("--micro-batches", type=int, default=1,
+                   help="as tl's: the batch in K pieces (tensor_split), (loss / K).backward() each, all but "
+                        "the last under no_sync")
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--optimizer", default="sgd", choices=["sgd", "nesterov", "adam", "adamw"])
@@ -109,6 +113,8 @@ def parse_args(argv):
     for name in ("ranks", "batch", "threads"):
         if getattr(a, name) < 1:
             p.error("--%s must be at least 1, got %d" % (name, getattr(a, name)))
+    if a.micro_batches < 1 or a.batch % a.micro_batches:
+        p.error("--micro-batches must be at least 1 and divide --batch, got %d" % a.micro_batches)
     if a.steps < 0:
         p.error("--steps must not be negative, got %d" % a.steps)
     if (a.model is None) == (a.model_file is None):
@@ -390,8 +396,26 @@ def train(rank, args, averaging, data, shape):
             if step >= args.steps:
                 break
             opt.zero_grad()
-            loss, logits = score(args, ddp, x, y)
-            loss.backward()
+            if args.micro_batches == 1:
+                loss, logits = score(args, ddp, x, y)
+                loss.backward()
+                loss_sum = loss.item() * y.size(0)
+                correct = 0.0
+                if logits is not None:
+                    with torch.no_grad():
+                        correct = float(logits.argmax(1).eq(y).sum())
+            else:  # PyTorch's accumulation: tl's train::forwardBackwardInPieces
+                pieces = [(xk, yk) for xk, yk in zip(x.tensor_split(args.micro_batches),
+                                                     y.tensor_split(args.micro_batches)) if yk.size(0)]
+                loss_sum, correct = 0.0, 0.0
+                for k, (xk, yk) in enumerate(pieces):
+                    with ddp.no_sync() if k + 1 < len(pieces) else contextlib.nullcontext():
+                        loss, logits = score(args, ddp, xk, yk)
+                        (loss / args.micro_batches).backward()
+                    loss_sum += loss.item() * yk.size(0)
+                    if logits is not None:
+                        with torch.no_grad():
+                            correct += float(logits.argmax(1).eq(yk).sum())
             grad_norm = float("nan")
             if args.clip_grad_norm > 0:  # on the averaged gradient, which every rank holds
                 grad_norm = torch.nn.utils.clip_grad_norm_(ddp.parameters(), args.clip_grad_norm).item()
@@ -400,12 +424,8 @@ def train(rank, args, averaging, data, shape):
             if schedule is not None:
                 schedule.step()
             step += 1
-            correct = 0.0
-            if logits is not None:
-                with torch.no_grad():
-                    correct = float(logits.argmax(1).eq(y).sum())
             # tl's step statistics: loss x samples (the batch's first dimension), summed
-            stats = torch.tensor([loss.item() * y.size(0), correct, float(y.size(0))], dtype=torch.float64)
+            stats = torch.tensor([loss_sum, correct, float(y.size(0))], dtype=torch.float64)
             dist.all_reduce(stats)
             acc = stats[1].item() / stats[2].item() if logits is not None else float("nan")
             rows.append((step, epoch, stats[0].item() / stats[2].item(), acc, grad_norm, lr))

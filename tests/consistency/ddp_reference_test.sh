@@ -6,7 +6,8 @@
 # loss and the final params_sha256; stock DDP (float32 gloo sums) is recorded, not asserted.
 # On CIFAR-10 also with --clip-grad-norm (clip_grad_norm_ in DDP): every step's grad_norm too;
 # and with the GPT recipe's knobs (issue 40): a warm-up and cosine in steps (a LambdaLR in DDP),
-# weight decay on matrices only (two parameter groups) and clipping. Every step's lr is compared.
+# weight decay on matrices only (two parameter groups), clipping and 2 micro-batches (accumulation
+# with no_sync). Every step's lr is compared.
 # Skipped (exit 77) when /usr/bin/python3 (or TL_PYTHON) cannot import torch.
 # With DATASET tensors the same job reads a tl-data tensors-synth folder (float32 .npy arrays of
 # 3x32x32, 10 classes): tl's array dataset gives DDP's batches, byte for byte.
@@ -103,14 +104,16 @@ if [ "$DATASET" = cifar10 ]; then
   fi
 
   # The GPT recipe on 3,1: warm-up 3 steps, cosine to 0.005 at the last step (index 9, the
-  # default --decay-steps), weight decay 0.1 on tensors of 2 or more dimensions, clipping at 1.
+  # default --decay-steps), weight decay 0.1 on tensors of 2 or more dimensions, clipping at 1,
+  # and each batch of 8 in 2 micro-batches (BatchNorm's running statistics see both; DDP's
+  # accumulation under no_sync).
   RECIPE="--weight-decay 0.1 --weight-decay-on matrices --lr-schedule cosine --warmup-steps 3 --min-lr 0.005
-          --clip-grad-norm 1"
+          --clip-grad-norm 1 --micro-batches 2"
   $MPIRUN -np 2 "$BIN/tl-launch" $BASE $RECIPE --logical-workers $N --placement 3,1 --steps 10 \
     --output-dir "$WORK/tl-recipe" >"$WORK/tl-recipe.log" 2>&1 || fail "tl-launch recipe: $(head -3 "$WORK/tl-recipe.log")"
   "$PY" "$SRC/bench/reference/ddp_reference.py" $PYBASE $RECIPE --ranks $N --init "$WORK/init.pt" --averaging exact \
     --out "$WORK/ddp-recipe" >"$WORK/ddp-recipe.log" 2>&1 || fail "PyTorch DDP recipe: $(tail -5 "$WORK/ddp-recipe.log")"
-  echo "tl recipe (3,1) vs PyTorch DDP with LambdaLR, parameter groups and clip_grad_norm_, exact averaging hook:"
+  echo "tl recipe (3,1) vs PyTorch DDP with LambdaLR, parameter groups, clip_grad_norm_ and accumulation, exact averaging hook:"
   compare "$WORK/tl-recipe" "$WORK/ddp-recipe/exact" || { echo "FAIL: tl differs from DDP with the recipe"; status=1; }
 fi
 [ $status = 0 ] && echo "PASS"

@@ -255,13 +255,14 @@ TEST_F(LaunchE2E, ClippingRecordsTheNormAndStopsOnANonFiniteOne) {
 }
 
 // The GPT recipe's knobs (issue 40): a warm-up and linear decay in steps, weight decay on
-// matrices only, clipping. DDP mode (4 processes), 3,1 and a checkpoint at step 3 resumed on one
-// process give one params_sha256 and one learning rate per step, the schedule nanoGPT's get_lr;
-// the summary records the resolved settings; decaying every parameter instead is another job.
+// matrices only, clipping, 2 micro-batches. DDP mode (4 processes), 3,1 and a checkpoint at step
+// 3 resumed on one process give one params_sha256 and one learning rate per step, the schedule
+// nanoGPT's get_lr; the summary records the resolved settings; decaying every parameter instead,
+// or one micro-batch, is another job.
 TEST_F(LaunchE2E, GptRecipeKnobsGiveOneResultOnEveryPlacementAndAcrossARestart) {
   const std::string knobs =
       " --logical-workers 4 --steps 8 --weight-decay 0.05 --lr-schedule linear --warmup-steps 2 --min-lr 0.005"
-      " --clip-grad-norm 1 --workers 0";
+      " --clip-grad-norm 1 --workers 0 --micro-batches 2";
   const std::string matrices = knobs + " --weight-decay-on matrices";
   const auto stepLrs = [](const std::string& out) {
     std::map<int64_t, double> lrs;
@@ -289,6 +290,7 @@ TEST_F(LaunchE2E, GptRecipeKnobsGiveOneResultOnEveryPlacementAndAcrossARestart) 
   EXPECT_EQ(config["lr_schedule"]["warmup_steps"], 2);
   EXPECT_EQ(config["lr_schedule"]["decay_steps"], 7) << "the resolved default: the last step";
   EXPECT_EQ(config["weight_decay_on"], "matrices");
+  EXPECT_EQ(config["micro_batches"], 2);
 
   const std::string split = freshDir("e2e_recipe_31");
   r = launch(2, split, matrices + " --placement 3,1");
@@ -312,6 +314,19 @@ TEST_F(LaunchE2E, GptRecipeKnobsGiveOneResultOnEveryPlacementAndAcrossARestart) 
   r = launch(2, all, knobs);
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(summary(all)["params_sha256"], sha) << "--weight-decay-on matrices changed nothing";
+  const std::string whole = freshDir("e2e_recipe_k1");
+  std::string oneBatch = matrices;
+  oneBatch.replace(oneBatch.find(" --micro-batches 2"), 18, "");
+  r = launch(2, whole, oneBatch);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(summary(whole)["params_sha256"], sha) << "K = 2 gave K = 1's bits";
+
+  // A batch that K does not divide: one error naming both flags.
+  r = runCommand(std::string(TL_LAUNCH_BIN) + " --check --dataset cifar10 --data-dir " + gDataDir +
+                     " --model cnn --batch 16 --micro-batches 3",
+                 60, whole);
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_EQ(countOccurrences(r.err, "--micro-batches 3: --batch 16 is not divisible by it"), 1) << r.err;
 }
 
 // Faults of the newcomer's corpus: a folder where a batch file belongs, and a flag given an
