@@ -7,7 +7,9 @@
 #          decoupled weight decay;
 #  resnet: tl's CIFAR ResNet scripted with tl's initial weights (bench/reference/script_resnet.py),
 #          BatchNorm, --dataset cifar10, SGD with momentum and weight decay.
-# Asserted: every step's loss and the final params_sha256 are equal (bench/reference/compare_runs.py).
+#  gpt_recipe: the gpt job with every knob of the GPT recipe (docs/guide/gpt-recipe.md).
+# Asserted: every step's loss (and lr and grad_norm where DDP records them) and the final
+# params_sha256 are equal (bench/reference/compare_runs.py).
 # MODE short (CTest): a 1-layer GPT of width 16 on 20000 `tl-data tokens-synth` tokens and a
 #   ResNet-8 on 40 images, 8 steps each. The ResNet's shards are 10 images, batches of 4, 4, 2:
 #   its 8 steps cross two epochs (reshuffled) and take short batches. The same GPT on 600 tokens
@@ -91,6 +93,18 @@ run gpt $STEPS "--model-file $WORK/gpt/gpt.pt --model-returns loss --dataset tok
          --seq-len $SEQ --batch $BATCH $ADAMW" \
         "--model-file $WORK/gpt/gpt.pt --model-returns loss --dataset tokens --data-dir $WORK/gpt/corpus
          --seq-len $SEQ --batch $BATCH $ADAMW"
+
+# --- gpt_recipe: the same GPT with the GPT recipe (issue 40): AdamW (0.9, 0.95), warm-up and
+# cosine in steps (a LambdaLR in DDP), weight decay on matrices but the position embedding
+# (--no-decay over the TorchScript module's parameter names), clipping, 2 micro-batches (no_sync).
+RECIPE="--optimizer adamw --lr 0.002 --beta1 0.9 --beta2 0.95 --eps 1e-8 --weight-decay 0.1 --weight-decay-on matrices
+        --no-decay ^positions\\. --lr-schedule cosine --warmup-steps 2 --min-lr 0.0002 --clip-grad-norm 1 --micro-batches 2"
+mkdir -p "$WORK/gpt_recipe"
+COMMON="--seed 11 --compute-threads 1 --workers 0 --log-every 0" \
+  run gpt_recipe $STEPS "--model-file $WORK/gpt/gpt.pt --model-returns loss --dataset tokens --data-dir $WORK/gpt/corpus
+         --seq-len $SEQ --batch $BATCH $RECIPE" \
+        "--model-file $WORK/gpt/gpt.pt --model-returns loss --dataset tokens --data-dir $WORK/gpt/corpus
+         --seq-len $SEQ --batch $BATCH $RECIPE"
 
 # --- resnet: tl's CIFAR ResNet, scripted with tl's initial weights, BatchNorm, SGD + momentum.
 mkdir -p "$WORK/resnet"
