@@ -8,6 +8,7 @@
 #  resnet: tl's CIFAR ResNet scripted with tl's initial weights (bench/reference/script_resnet.py),
 #          BatchNorm, --dataset cifar10, SGD with momentum and weight decay.
 #  gpt_recipe: the gpt job with every knob of the GPT recipe (docs/guide/gpt-recipe.md).
+#  gpt_epochs_micro (short): gpt_epochs (below) in 2 micro-batches, its short batches too.
 # Asserted: every step's loss (and lr and grad_norm where DDP records them) and the final
 # params_sha256 are equal (bench/reference/compare_runs.py).
 # MODE short (CTest): a 1-layer GPT of width 16 on 20000 `tl-data tokens-synth` tokens and a
@@ -129,6 +130,9 @@ if [ "$MODE" = short ]; then
   GPTJOB="--model-file $WORK/gpt/gpt.pt --model-returns loss --dataset tokens --data-dir $WORK/gpt_epochs/corpus
           --seq-len 16 --batch 4 $ADAMW"
   AVERAGING=fixed,exact ASSERTED=fixed run gpt_epochs $STEPS "$GPTJOB" "$GPTJOB"
+  # The same with 2 micro-batches: the short batches of 2 are cut into pieces of 1.
+  mkdir -p "$WORK/gpt_epochs_micro"
+  AVERAGING=fixed ASSERTED=fixed run gpt_epochs_micro $STEPS "$GPTJOB --micro-batches 2" "$GPTJOB --micro-batches 2"
 fi
 
 [ $status = 0 ] && echo "PASS"
