@@ -22,7 +22,7 @@ void validate(const LrSchedule& s) {
     TL_REQUIRE(finiteAtLeast(s.baseLr, 0), "--lr must be >= 0 (got ", s.baseLr, ")");
     TL_REQUIRE(s.warmupSteps >= 0, "--warmup-steps must be >= 0 (got ", s.warmupSteps, ")");
     TL_REQUIRE(s.decaySteps >= 0, "--decay-steps must be >= 0 (got ", s.decaySteps, ")");
-    TL_REQUIRE(finiteAtLeast(s.minLr, 0) && s.minLr <= s.baseLr,
+    TL_REQUIRE(s.kind == "constant" || (finiteAtLeast(s.minLr, 0) && s.minLr <= s.baseLr),
                "lr schedule ", s.kind, ": --min-lr must be in [0, --lr] (got ", s.minLr, ", lr ", s.baseLr, ")");
     return;
   }

@@ -63,6 +63,12 @@ TEST(StepSchedule, WarmupThenConstant) {
   EXPECT_EQ(learningRate(s, 1000), 0.3);
 }
 
+TEST(StepSchedule, ConstantIgnoresTheFloor) {
+  const LrSchedule s = inSteps("constant", 0.1, 0.5, 1, 0);  // --min-lr applies to the decays only
+  EXPECT_EQ(learningRate(s, 0), 0.1 * 0.5);
+  EXPECT_EQ(learningRate(s, 3), 0.1);
+}
+
 TEST(StepSchedule, NoWarmupStartsAtTheBaseRate) {
   const LrSchedule s = inSteps("cosine", 0.2, 0.02, 0, 4);
   EXPECT_EQ(learningRate(s, 0), 0.2);
