@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "est/local_batches.h"
+#include "runtime/optim/decay_groups.h"
 #include "runtime/train/model_check.h"
 #include "runtime/train/out_of_memory.h"
 
@@ -14,7 +15,7 @@ namespace {
 // The one place that turns the job's device into a step backend.
 std::unique_ptr<StepBackend> createBackend(const JobConfig& job, Replica& replica, bool backwardThread) {
   if (job.device.isSimulated()) return createSimulatedBackend(job.device.simRate);
-  return createTrainingBackend(replica, job.overlap, backwardThread);
+  return createTrainingBackend(replica, job.overlap, backwardThread, job.microBatches);
 }
 
 }  // namespace
@@ -54,6 +55,11 @@ EstExecutor::Parts ExecutorBuilder::parts() {
   train::checkModelOnData(*r.model, config.model, *p.data.train, r.device);  // --model-file only
   train::whileBuilding("the optimizer", [&] {
     r.optimizer = optim::createOptimizer(config.optimizer, r.model->parameters());
+    if (config.weightDecayOn != "all" || !config.noDecay.empty()) {
+      std::vector<optim::NamedShape> shapes;
+      for (const auto& p : r.model->named_parameters()) shapes.push_back({p.key(), p.value().dim()});
+      r.optimizer->setDecay(optim::decayMask(shapes, config.weightDecayOn, config.noDecay));
+    }
   });
   train::whileBuilding("the gradient reducer",
                        [&] { r.useReducer(config.reduction, *device_, config.bucketBytes); });
@@ -62,6 +68,12 @@ EstExecutor::Parts ExecutorBuilder::parts() {
   const int n = p.placement.logicalWorkers();
   data::BatchStream probe = shardStream(config, p.data.train->size(), n, 0);
   p.plan = train::planSteps(config, probe.batchesPerEpoch());
+  // The schedule's decay length as resolved (the last step unless given): what the summary and
+  // checkpoints record (a job that is all warm-up has none to record).
+  auto& s = config.schedule;
+  if (s.inSteps() && s.decaySteps < 0 && s.kind != "constant" &&
+      p.plan.schedule.decaySteps > std::max<int64_t>(0, s.warmupSteps))
+    s.decaySteps = p.plan.schedule.decaySteps;
   for (int est : p.placement.localEsts(host_->rank())) {
     p.local.push_back(initialContext(est, config.seed, r.device));
   }

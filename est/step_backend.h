@@ -58,8 +58,10 @@ class StepBackend {
 // to the reducer from backward hooks. On a CUDA device, and on the CPU with `backwardThread`
 // (for tests: the GPU's thread hand-over, on a machine without one), backward runs on a helper
 // thread and the hooks hand the gradients over to the training thread (gradient_handoff.h).
+// `microBatches` > 1: each EST's batch in that many pieces (train::forwardBackwardInPieces),
+// its gradients reduced after the last piece (no streaming: DDP's no_sync for the others).
 std::unique_ptr<StepBackend> createTrainingBackend(Replica& replica, bool overlap,
-                                                   bool backwardThread = false);
+                                                   bool backwardThread = false, int64_t microBatches = 1);
 // The stand-in device: each batch takes batch/imagesPerSecond seconds, without using a core.
 std::unique_ptr<StepBackend> createSimulatedBackend(double imagesPerSecond);
 

@@ -72,8 +72,8 @@ class GradientReady final : public torch::autograd::FunctionPostHook {
 
 class TrainingBackend final : public StepBackend {
  public:
-  TrainingBackend(Replica& replica, bool overlap, bool backwardThread)
-      : r_(replica), thread_(std::this_thread::get_id()), backwardThread_(backwardThread) {
+  TrainingBackend(Replica& replica, bool overlap, bool backwardThread, int64_t microBatches)
+      : r_(replica), thread_(std::this_thread::get_id()), backwardThread_(backwardThread), microBatches_(microBatches) {
     if (!overlap) return;
     params_ = r_.model->parameters();
     for (size_t t = 0; t < params_.size(); ++t) {
@@ -115,7 +115,8 @@ class TrainingBackend final : public StepBackend {
                                const at::Tensor& labels, double& computeSeconds) override {
     // DDP broadcasts rank 0's buffers before every forward: each EST starts from them.
     copyInto(r_.model->buffers(), buffersAtStepStart_);
-    const bool stream = lastLocal && !accumulators_.empty();
+    // Accumulating micro-batches: the gradient is whole after the last piece only.
+    const bool stream = lastLocal && !accumulators_.empty() && microBatches_ == 1;
     if (stream) r_.reducer->streamContribution();
     streamed_ = stream;
     GradientHandoff* handoff = stream ? handoffFor(r_.device) : nullptr;
@@ -129,6 +130,8 @@ class TrainingBackend final : public StepBackend {
           handoff->run([&] { loss.backward(); },
                        [&](size_t t, const at::Tensor& grad) { r_.reducer->addGradient(t, grad); });
         });
+      } else if (microBatches_ > 1) {
+        stats = train::forwardBackwardInPieces(*r_.model, images, labels, microBatches_);
       } else {
         stats = train::forwardBackward(*r_.model, images, labels);
       }
@@ -201,6 +204,7 @@ class TrainingBackend final : public StepBackend {
   Replica& r_;
   const std::thread::id thread_;  // the training thread
   const bool backwardThread_;
+  const int64_t microBatches_;
   std::unique_ptr<GradientHandoff> handoff_;
   GradientHandoff* handingOver_ = nullptr;  // this EST's hooks queue to it (null: call the reducer)
   c10::Device handoffDevice_{c10::kCPU};
@@ -222,8 +226,8 @@ torch::autograd::variable_list GradientReady::operator()(const torch::autograd::
 }  // namespace
 
 std::unique_ptr<StepBackend> createTrainingBackend(Replica& replica, bool overlap,
-                                                   bool backwardThread) {
-  return std::make_unique<TrainingBackend>(replica, overlap, backwardThread);
+                                                   bool backwardThread, int64_t microBatches) {
+  return std::make_unique<TrainingBackend>(replica, overlap, backwardThread, microBatches);
 }
 
 }  // namespace tl::est

@@ -13,6 +13,7 @@
 #include "runtime/models/model.h"
 #include "runtime/models/model_names.h"
 #include "runtime/models/torchscript_model.h"
+#include "runtime/optim/decay_groups.h"
 #include "runtime/optim/optimizer.h"
 
 namespace tl::launcher {
@@ -155,9 +156,8 @@ LaunchFlag toggle(std::string name, FlagRole role, std::string help, Field field
 
 #define TL_FIELD(expr) [](LaunchOptions & o) -> auto& { return o.expr; }
 
-std::vector<LaunchFlag> buildTable() {
-  std::vector<LaunchFlag> t;
-  // The model.
+// The model: a built-in architecture, or the user's TorchScript module and its loss.
+void addModelFlags(std::vector<LaunchFlag>& t) {
   t.push_back(choice("model", kDefining, "model architecture", models::modelNames(), "mlp", TL_FIELD(job.model.arch)));
   t.push_back(integer<int>("depth", kDefining, "depth of the CIFAR ResNet (6n+2: 20, 32, 56, ...)", "20",
                            TL_FIELD(job.model.depth), 0));
@@ -193,7 +193,10 @@ std::vector<LaunchFlag> buildTable() {
         o.job.model.returnsLoss = v == "loss";
       },
       [](const LaunchOptions& o) { return std::string(o.job.model.returnsLoss ? "loss" : "logits"); }));
-  // The data.
+}
+
+// The data: format, location, augmentation, batch and loading.
+void addDataFlags(std::vector<LaunchFlag>& t) {
   t.push_back(choice("dataset", kDefining, "dataset format", data::datasetKinds(), "cifar10", TL_FIELD(job.dataset)));
   t.push_back(string("data-dir", kRun,
                      "folder holding the dataset files [fashion-mnist: " + std::string(kFashionMnistDir) + "]",
@@ -230,6 +233,11 @@ std::vector<LaunchFlag> buildTable() {
                      "tokens: read raw little-endian train.bin/val.bin of this width instead of .npy files",
                      {"uint16", "uint32"}, "uint16", TL_FIELD(job.tokenDtype)));
   t.push_back(integer<int64_t>("batch", kDefining, "batch size per logical worker", "16", TL_FIELD(job.batch), 1));
+  t.push_back(integer<int64_t>("micro-batches", kDefining,
+                               "compute each worker's batch in this many equal pieces, accumulating the gradient of "
+                               "each piece's loss / K, as PyTorch's accumulation with no_sync (for memory; K defines "
+                               "the job: K = 2 does not give K = 1's bits; --batch must be divisible by K)",
+                               "4", TL_FIELD(job.microBatches), 1));
   t.push_back(custom(
       "workers", kRun,
       "loader threads per process (0: load on the training thread), or 'auto': the node coordinator sizes the pool",
@@ -270,7 +278,10 @@ std::vector<LaunchFlag> buildTable() {
       }));
   t.back().realRange = std::make_pair(0.001, 1e6);
   t.push_back(integer<int>("prefetch", kRun, "batches prepared ahead per loader thread", "4", TL_FIELD(job.prefetch), 1, 64));
-  // Length, optimizer and schedule.
+}
+
+// The job's length and its optimizer (with gradient clipping).
+void addOptimizerFlags(std::vector<LaunchFlag>& t) {
   t.push_back(integer<int64_t>("epochs", kDefining, "epochs to train (1 unless --steps is given)", "3",
                                TL_FIELD(job.epochs), 0));
   t.push_back(integer<int64_t>("steps", kDefining, "optimizer steps to train (instead of --epochs)", "7",
@@ -282,6 +293,22 @@ std::vector<LaunchFlag> buildTable() {
   t.push_back(real("dampening", kDefining, "momentum dampening (sgd)", "0.1", TL_FIELD(job.optimizer.dampening), 0, 1));
   t.push_back(real("weight-decay", kDefining, "weight decay (decoupled for adamw)", "0.0005",
                    TL_FIELD(job.optimizer.weightDecay), 0, kMaxRate));
+  t.push_back(choice("weight-decay-on", kDefining,
+                     "which parameters --weight-decay applies to: all, or matrices: those with 2 or more "
+                     "dimensions (nanoGPT's rule: not biases, not norm gains), as a PyTorch parameter group "
+                     "with weight_decay 0 for the rest",
+                     {"all", "matrices"}, "matrices", TL_FIELD(job.weightDecayOn)));
+  t.push_back(custom(
+      "no-decay", kDefining,
+      "also no weight decay for the parameters whose name (named_parameters: blocks.0.ln_1.weight) this "
+      "ECMAScript regular expression matches somewhere in [none]",
+      "bias|ln",
+      [](LaunchOptions& o, const std::string& v) {
+        TL_REQUIRE(!v.empty(), "--no-decay: must not be empty");
+        optim::checkNoDecayPattern(v);
+        o.job.noDecay = v;
+      },
+      [](const LaunchOptions& o) { return o.job.noDecay; }));
   t.push_back(belowOne(real("beta1", kDefining, "Adam beta1, in [0, 1)", "0.8", TL_FIELD(job.optimizer.beta1), 0, 1)));
   t.push_back(belowOne(real("beta2", kDefining, "Adam beta2, in [0, 1)", "0.99", TL_FIELD(job.optimizer.beta2), 0, 1)));
   t.push_back(real("eps", kDefining, "term added to denominators (negative: PyTorch's default per optimizer)",
@@ -296,8 +323,14 @@ std::vector<LaunchFlag> buildTable() {
                    "clip_grad_norm_ (0: off); steps record grad_norm, the norm before clipping, and a "
                    "non-finite norm ends the job naming the step",
                    "1.0", TL_FIELD(job.clipGradNorm), 0, kMaxEpochs));
-  t.push_back(choice("lr-schedule", kDefining, "learning-rate schedule", {"constant", "step", "cosine"}, "cosine",
-                     TL_FIELD(job.schedule.kind)));
+}
+
+// The learning-rate schedule.
+void addScheduleFlags(std::vector<LaunchFlag>& t) {
+  t.push_back(choice("lr-schedule", kDefining,
+                     "learning-rate schedule; linear (and cosine or constant with --warmup-steps or "
+                     "--decay-steps) counts steps, as nanoGPT's get_lr",
+                     {"constant", "step", "cosine", "linear"}, "cosine", TL_FIELD(job.schedule.kind)));
   t.push_back(real("lr-step-epochs", kDefining, "step schedule: epochs between decays", "2",
                    TL_FIELD(job.schedule.stepEpochs), 0, kMaxEpochs));
   t.push_back(real("lr-gamma", kDefining, "step schedule: decay factor", "0.5", TL_FIELD(job.schedule.gamma), 0, 1));
@@ -305,7 +338,34 @@ std::vector<LaunchFlag> buildTable() {
                    TL_FIELD(job.schedule.warmupEpochs), 0, kMaxEpochs));
   t.push_back(real("min-lr", kDefining, "cosine schedule: final learning rate", "0.001",
                    TL_FIELD(job.schedule.minLr), 0, kMaxRate));
-  // What else decides the bits.
+  // In steps (runtime/optim/lr_schedule.h: nanoGPT's get_lr); -1 in the job: not given.
+  const auto stepCount = [](const char* name, std::string help, std::string example, auto field) {
+    const std::string flag = std::string("--") + name;
+    return custom(
+        name, kDefining, std::move(help), std::move(example),
+        [flag, field](LaunchOptions& o, const std::string& v) {
+          const int64_t x = parseInt(v, flag);
+          if (x < 0) inputError(flag, ": must be at least 0, got ", x);
+          field(o) = x;
+        },
+        [field](const LaunchOptions& o) {
+          const int64_t x = field(const_cast<LaunchOptions&>(o));
+          return x < 0 ? std::string() : text(x);
+        });
+  };
+  t.push_back(stepCount("warmup-steps",
+                        "linear warm-up over this many steps: step i (from 0) < W takes lr * (i + 1) / (W + 1); "
+                        "then the schedule in steps [none]",
+                        "100", TL_FIELD(job.schedule.warmupSteps)));
+  t.push_back(stepCount("decay-steps",
+                        "cosine or linear in steps: the step index (from 0) at which the decay from --lr reaches "
+                        "--min-lr, kept after [the job's last step]",
+                        "1000", TL_FIELD(job.schedule.decaySteps)));
+}
+
+// What else decides the bits, whatever the placement: the seed, N (the logical workers), their
+// intra-op threads and the reduction.
+void addElasticFlags(std::vector<LaunchFlag>& t) {
   t.push_back(integer<uint64_t>("seed", kDefining, "seed of the job (model init, data order, augmentation)", "9",
                                 TL_FIELD(job.seed), 0));
   t.push_back(integer<int>("logical-workers", kDefining,
@@ -319,7 +379,10 @@ std::vector<LaunchFlag> buildTable() {
       "gradient reduction (exact|fp32): exact gives the same bits on every placement; fp32 is a plain float allreduce",
       "fp32", [](LaunchOptions& o, const std::string& v) { o.job.reduction = parseReduction(v); },
       [](const LaunchOptions& o) { return std::string(toString(o.job.reduction)); }));
-  // Where and how this launch runs.
+}
+
+// Where and how this launch runs: device, placement, outputs, checkpoints, control, resume, check.
+void addRunFlags(std::vector<LaunchFlag>& t) {
   t.push_back(custom(
       "device", kRun, "device of each process: cpu, cuda, or sim:RATE (a stand-in consuming RATE images/s without a core)",
       "sim:2000", [](LaunchOptions& o, const std::string& v) { o.job.device = DeviceSpec::parse(v); },
@@ -409,6 +472,17 @@ std::vector<LaunchFlag> buildTable() {
       "check-processes", kRun,
       "--check: the processes the job will run on [0: as launched: 1, or mpirun's -np]", "2",
       TL_FIELD(checkProcesses), 0, 1 << 20));
+}
+
+// The table in the order --help lists it: one group after the other.
+std::vector<LaunchFlag> buildTable() {
+  std::vector<LaunchFlag> t;
+  addModelFlags(t);
+  addDataFlags(t);
+  addOptimizerFlags(t);
+  addScheduleFlags(t);
+  addElasticFlags(t);
+  addRunFlags(t);
   return t;
 }
 

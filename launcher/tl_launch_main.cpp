@@ -113,6 +113,39 @@ int runJoined(comm::ParentLink& lead) {
   return rc;
 }
 
+// What a process started by an in-place grow is offered to join this job: the job with its
+// paths made absolute (the newcomer may start elsewhere), and this launch's run settings.
+elastic::JoinOffer joinOfferFor(const JobConfig& job, const launcher::LaunchOptions& options) {
+  elastic::JoinOffer offer;
+  offer.job = job;
+  if (!job.dataDir.empty()) offer.job.dataDir = std::filesystem::absolute(job.dataDir).lexically_normal().string();
+  if (!job.outputDir.empty()) offer.job.outputDir = std::filesystem::absolute(job.outputDir).string();
+  offer.job.saveModel.clear();  // written by the lead
+  offer.gpuComm = options.gpuComm;
+  offer.checkpointDir = options.checkpointDir.empty() ? "" : std::filesystem::absolute(options.checkpointDir).string();
+  offer.checkpointEvery = options.checkpointEvery;
+  offer.stopAtStep = options.stopAtStep;
+  if (!options.recoveryDir.empty()) offer.recoveryDir = std::filesystem::absolute(options.recoveryDir).string();
+  offer.autoPlacement = options.autoPlacement;
+  return offer;
+}
+
+// How this launch rescales: its program, control channel, the slots mpirun gave it and the
+// processes it started with.
+elastic::ElasticSettings elasticSettingsFor(const launcher::LaunchOptions& options, elastic::JoinOffer offer,
+                                            int startedWithTheJob) {
+  elastic::ElasticSettings settings;
+  settings.program = std::filesystem::read_symlink("/proc/self/exe").string();
+  settings.controlBind = options.controlBind == "none" ? "" : options.controlBind;
+  settings.controlPort = options.controlPort;
+  if (const char* slots = std::getenv("OMPI_UNIVERSE_SIZE")) settings.slots = std::atoi(slots);
+  settings.oversubscribe = comm::jobMayOversubscribe();
+  settings.startedWithTheJob = startedWithTheJob;
+  settings.joinTimeoutSeconds = options.joinTimeoutSeconds;
+  settings.offer = std::move(offer);
+  return settings;
+}
+
 int runLaunch(int argc, char** argv) {
   using namespace tl;
   if (auto parent = comm::ParentLink::ofThisProcess()) return runJoined(*parent);
@@ -184,17 +217,6 @@ int runLaunch(int argc, char** argv) {
     if (executor->data().trainImages)
       launcher::reportCacheInEpochRecords(metrics, *executor->data().trainImages);
   }
-  elastic::JoinOffer offer;
-  offer.job = job;
-  if (!job.dataDir.empty()) offer.job.dataDir = std::filesystem::absolute(job.dataDir).lexically_normal().string();
-  if (!job.outputDir.empty()) offer.job.outputDir = std::filesystem::absolute(job.outputDir).string();
-  offer.job.saveModel.clear();  // written by the lead
-  offer.gpuComm = options.gpuComm;
-  offer.checkpointDir = options.checkpointDir.empty() ? "" : std::filesystem::absolute(options.checkpointDir).string();
-  offer.checkpointEvery = options.checkpointEvery;
-  offer.stopAtStep = options.stopAtStep;
-  if (!options.recoveryDir.empty()) offer.recoveryDir = std::filesystem::absolute(options.recoveryDir).string();
-  offer.autoPlacement = options.autoPlacement;
   std::unique_ptr<launcher::CoordinatorTuner> tuner;
   if (job.autoWorkers) {
     tuner = launcher::connectToCoordinator(job, options.coordinatorDir, world->rank(),
@@ -208,15 +230,8 @@ int runLaunch(int argc, char** argv) {
   membership.deviceIndex = job.deviceIndex;
   membership.host = std::move(world);
   membership.gpu = std::move(gpuComm);
-  elastic::ElasticSettings settings;
-  settings.program = std::filesystem::read_symlink("/proc/self/exe").string();
-  settings.controlBind = options.controlBind == "none" ? "" : options.controlBind;
-  settings.controlPort = options.controlPort;
-  if (const char* slots = std::getenv("OMPI_UNIVERSE_SIZE")) settings.slots = std::atoi(slots);
-  settings.oversubscribe = comm::jobMayOversubscribe();
-  settings.startedWithTheJob = membership.host->size();
-  settings.joinTimeoutSeconds = options.joinTimeoutSeconds;
-  settings.offer = offer;
+  const elastic::ElasticSettings settings =
+      elasticSettingsFor(options, joinOfferFor(job, options), membership.host->size());
   launcher::TrainingProcess process(membership, *usageRecorder, metrics, settings, &gStopRequested);
   int rc = 0;
   try {

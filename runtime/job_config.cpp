@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "common/check.h"
+#include "runtime/optim/decay_groups.h"
 
 namespace tl {
 
@@ -97,10 +98,28 @@ void validate(const JobConfig& c) {
   // (--seq-len's presence is checked where the tokens are opened: data::openArrayDataset.)
   TL_REQUIRE(c.tokenDtype.empty() || c.tokenDtype == "uint16" || c.tokenDtype == "uint32",
              "--token-dtype: '", c.tokenDtype, "' is not uint16 or uint32");
-  TL_REQUIRE(c.schedule.kind == "constant" || c.schedule.kind == "step" || c.schedule.kind == "cosine",
-             "--lr-schedule: unknown schedule '", c.schedule.kind, "' (expected constant, step or cosine)");
-  TL_REQUIRE(c.schedule.kind != "step" || c.schedule.stepEpochs > 0,
-             "--lr-step-epochs: must be positive with --lr-schedule step");
+  const auto& s = c.schedule;
+  TL_REQUIRE(s.kind == "constant" || s.kind == "step" || s.kind == "cosine" || s.kind == "linear",
+             "--lr-schedule: unknown schedule '", s.kind, "' (expected constant, step, cosine or linear)");
+  TL_REQUIRE(s.kind != "step" || s.stepEpochs > 0, "--lr-step-epochs: must be positive with --lr-schedule step");
+  if (s.inSteps()) {
+    TL_REQUIRE(s.kind != "step", "--lr-schedule step counts epochs (--lr-step-epochs); --warmup-steps and "
+               "--decay-steps go with --lr-schedule constant, cosine or linear");
+    TL_REQUIRE(s.warmupEpochs == 0, "--warmup-epochs ", s.warmupEpochs, " and a schedule in steps (",
+               s.kind == "linear" ? "--lr-schedule linear" : "--warmup-steps or --decay-steps",
+               "): give the warm-up in steps (--warmup-steps) or in epochs, not both");
+    TL_REQUIRE(s.decaySteps < 0 || s.kind != "constant",
+               "--decay-steps: --lr-schedule constant does not decay (use cosine or linear)");
+    TL_REQUIRE(s.decaySteps < 0 || s.decaySteps > std::max<int64_t>(0, s.warmupSteps),
+               "--decay-steps ", s.decaySteps, ": must come after the warm-up (more than --warmup-steps, ",
+               std::max<int64_t>(0, s.warmupSteps), ")");
+  }
+  if (!c.noDecay.empty()) optim::checkNoDecayPattern(c.noDecay);
+  TL_REQUIRE(c.microBatches >= 1, "--micro-batches: must be at least 1, got ", c.microBatches);
+  TL_REQUIRE(c.batch % c.microBatches == 0, "--micro-batches ", c.microBatches, ": --batch ", c.batch,
+             " is not divisible by it (each EST's batch is cut into equal pieces)");
+  TL_REQUIRE(c.weightDecayOn == "all" || c.weightDecayOn == "matrices", "--weight-decay-on: unknown value '",
+             c.weightDecayOn, "' (expected all or matrices)");
 }
 
 nlohmann::json toJson(const JobDefinition& c) {
@@ -132,7 +151,12 @@ nlohmann::json toJson(const JobDefinition& c) {
   j["lr_schedule"] = {{"kind", c.schedule.kind},          {"step_epochs", c.schedule.stepEpochs},
                       {"gamma", c.schedule.gamma},        {"warmup_epochs", c.schedule.warmupEpochs},
                       {"min_lr", c.schedule.minLr}};
+  if (c.schedule.warmupSteps >= 0) j["lr_schedule"]["warmup_steps"] = c.schedule.warmupSteps;  // absent: not given
+  if (c.schedule.decaySteps >= 0) j["lr_schedule"]["decay_steps"] = c.schedule.decaySteps;
   if (c.clipGradNorm > 0) j["clip_grad_norm"] = c.clipGradNorm;  // absent: off (and older jobs)
+  if (c.weightDecayOn != "all") j["weight_decay_on"] = c.weightDecayOn;  // absent: all (and older jobs)
+  if (!c.noDecay.empty()) j["no_decay"] = c.noDecay;
+  if (c.microBatches != 1) j["micro_batches"] = c.microBatches;  // absent: 1 (and older jobs)
   j["seed"] = c.seed;
   j["logical_workers"] = c.logicalWorkers;
   j["compute_threads"] = c.computeThreads;
@@ -221,7 +245,12 @@ JobDefinition jobDefinitionFromJson(const nlohmann::json& j) {
     c.schedule.gamma = s.at("gamma");
     c.schedule.warmupEpochs = s.at("warmup_epochs");
     c.schedule.minLr = s.at("min_lr");
+    c.schedule.warmupSteps = s.value("warmup_steps", int64_t(-1));
+    c.schedule.decaySteps = s.value("decay_steps", int64_t(-1));
     c.clipGradNorm = j.value("clip_grad_norm", 0.0);
+    c.weightDecayOn = j.value("weight_decay_on", std::string("all"));
+    c.noDecay = j.value("no_decay", std::string());
+    c.microBatches = j.value("micro_batches", int64_t(1));
     c.seed = j.at("seed");
     c.logicalWorkers = j.value("logical_workers", 0);  // checkpoints before 0.2 keep it outside
     c.computeThreads = j.at("compute_threads");

@@ -40,11 +40,17 @@ struct DeviceSpec {
 };
 
 struct LrScheduleConfig {
-  std::string kind = "constant";  // constant | step | cosine
+  std::string kind = "constant";  // constant | step | cosine | linear
   double stepEpochs = 0;          // step: decay every this many epochs
   double gamma = 0.1;             // step: decay factor
   double warmupEpochs = 0;        // linear warm-up
-  double minLr = 0;               // cosine floor
+  double minLr = 0;               // cosine (and linear) floor
+  // In steps (nanoGPT's get_lr, optim/lr_schedule.h), when either is >= 0 or kind is linear:
+  // -1 is "not given". decaySteps -1 resolves to the job's last step index (T - 1) when the
+  // executor is built, so a checkpoint and the summary carry the value the job used.
+  int64_t warmupSteps = -1;
+  int64_t decaySteps = -1;
+  bool inSteps() const { return warmupSteps >= 0 || decaySteps >= 0 || kind == "linear"; }
 };
 
 // The model and optimizer a job gets unless told otherwise: the small CNN; SGD, lr 0.05,
@@ -74,6 +80,14 @@ struct JobDefinition {
   // > 0: the reduced gradient's global L2 norm is clipped to this before each update
   // (torch.nn.utils.clip_grad_norm_); 0: no clipping.
   double clipGradNorm = 0;
+  // Which parameters weight decay applies to: "all", or "matrices" (those with 2 or more
+  // dimensions: nanoGPT's and llm.c's rule); and, if not empty, none whose name (as in
+  // named_parameters) an ECMAScript regular expression finds a match in (--no-decay).
+  std::string weightDecayOn = "all";
+  std::string noDecay;
+  // > 1: each EST computes its batch in this many pieces and accumulates loss / K gradients
+  // (PyTorch's accumulation with no_sync). It defines the job: K = 2 is not K = 1 bit for bit.
+  int64_t microBatches = 1;
 
   uint64_t seed = 0;
   int logicalWorkers = 0;      // N; 0 until the launcher resolves it (one per process)

@@ -24,9 +24,20 @@ def main(argv):
         if not os.path.isfile(path):
             raise SystemExit("compare_runs.py: error: '%s' is missing" % path)
     with open(os.path.join(tl_run, "metrics.jsonl")) as f:
-        tl = {r["step"]: r["loss"] for r in map(json.loads, f) if r.get("type") == "step"}
+        records = [r for r in map(json.loads, f) if r.get("type") == "step"]
+    tl = {r["step"]: r["loss"] for r in records}
     with open(os.path.join(ddp_run, "steps.csv")) as f:
-        ddp = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(f)}
+        rows = list(csv.DictReader(f))
+    ddp = {int(r["step"]): float(r["loss"]) for r in rows}
+    # The learning rate and the norm before clipping, where DDP recorded them: the same doubles.
+    for key in ("lr", "grad_norm"):
+        theirs = {int(r["step"]): float(r[key]) for r in rows if r.get(key) not in (None, "", "nan")}
+        ours = {r["step"]: r.get(key) for r in records}
+        bad = [s for s in sorted(theirs) if ours.get(s) != theirs[s]]
+        if bad:
+            print("%s: DIFFERENT: %s differs from step %d: tl %r, DDP %r"
+                  % (label, key, bad[0], ours.get(bad[0]), theirs[bad[0]]))
+            return 1
     want = list(range(1, steps + 1))
     if sorted(tl) != want or sorted(ddp) != want:
         print("%s: DIFFERENT: steps differ (want 1..%d): tl %s, DDP %s" % (label, steps, sorted(tl)[-3:], sorted(ddp)[-3:]))

@@ -31,9 +31,12 @@ default, as tl's runtime/optim/adam.cpp follows them in each PyTorch version: 2.
 round the first moment with lerp_) with tl's --beta1/--beta2/--eps/--weight-decay.
 """
 import argparse
+import contextlib
 import hashlib
 import json
+import math
 import os
+import re
 import socket
 import sys
 
@@ -70,6 +73,9 @@ def parse_args(argv):
     p.add_argument("--init", help="tl's initial state dict (--steps 0 --save-model); not with --model-file")
     p.add_argument("--ranks", type=int, required=True)
     p.add_argument("--batch", type=int, required=True, help="per rank, as tl's --batch")
+    p.add_argument("--micro-batches", type=int, default=1,
+                   help="as tl's: the batch in K pieces (tensor_split), (loss / K).backward() each, all but "
+                        "the last under no_sync")
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--optimizer", default="sgd", choices=["sgd", "nesterov", "adam", "adamw"])
@@ -80,6 +86,15 @@ def parse_args(argv):
     p.add_argument("--clip-grad-norm", type=float, default=0.0,
                    help="> 0: torch.nn.utils.clip_grad_norm_ after backward, as tl's --clip-grad-norm; "
                         "steps.csv then records grad_norm")
+    p.add_argument("--weight-decay-on", default="all", choices=["all", "matrices"],
+                   help="as tl's: matrices decays only parameters with >= 2 dimensions (a second "
+                        "parameter group with weight_decay 0)")
+    p.add_argument("--no-decay", default="", help="as tl's: no decay where re.search(REGEX, name)")
+    p.add_argument("--lr-schedule", default="constant", choices=["constant", "cosine", "linear"],
+                   help="tl's schedules in steps (nanoGPT's get_lr) as a LambdaLR; the epoch forms are not here")
+    p.add_argument("--warmup-steps", type=int, default=-1, help="as tl's --warmup-steps (-1: not given)")
+    p.add_argument("--decay-steps", type=int, default=-1, help="as tl's --decay-steps (-1: the last step)")
+    p.add_argument("--min-lr", type=float, default=0.0)
     p.add_argument("--beta1", type=float, default=0.9)
     p.add_argument("--beta2", type=float, default=0.999)
     p.add_argument("--eps", type=float, default=-1, help="negative: 1e-8, tl's (and PyTorch's) Adam default")
@@ -98,6 +113,8 @@ def parse_args(argv):
     for name in ("ranks", "batch", "threads"):
         if getattr(a, name) < 1:
             p.error("--%s must be at least 1, got %d" % (name, getattr(a, name)))
+    if a.micro_batches < 1 or a.batch % a.micro_batches:
+        p.error("--micro-batches must be at least 1 and divide --batch, got %d" % a.micro_batches)
     if a.steps < 0:
         p.error("--steps must not be negative, got %d" % a.steps)
     if (a.model is None) == (a.model_file is None):
@@ -120,6 +137,15 @@ def parse_args(argv):
         p.error("--seq-len: --dataset tokens needs the tokens per sample (1 or more), got %d" % a.seq_len)
     if a.dataset != "tokens" and (a.seq_len or a.token_dtype):
         p.error("--seq-len and --token-dtype apply to --dataset tokens")
+    if a.lr_schedule == "cosine" and a.warmup_steps < 0 and a.decay_steps < 0:
+        p.error("--lr-schedule cosine: only tl's schedule in steps is here (give --warmup-steps or --decay-steps)")
+    if a.decay_steps >= 0 and a.decay_steps <= max(0, a.warmup_steps):
+        p.error("--decay-steps must come after the warm-up")
+    if a.no_decay:
+        try:
+            re.compile(a.no_decay)
+        except re.error as e:
+            p.error("--no-decay: not a regular expression (%s)" % e)
     if a.optimizer in ("adam", "adamw"):
         for name in ("beta1", "beta2"):
             if not 0 <= getattr(a, name) < 1:
@@ -288,6 +314,40 @@ def build_model(args, shape):
     return model
 
 
+def step_lr_factor(args, it):
+    """tl's schedule in steps (runtime/optim/lr_schedule.h, nanoGPT's get_lr) as a factor of the
+    base lr, the same double operations in the same order: LambdaLR multiplies base_lr by it."""
+    w = max(0, args.warmup_steps)
+    d = args.decay_steps if args.decay_steps >= 0 else max(0, args.steps - 1)
+    if it < w:
+        return (it + 1) / (w + 1)
+    if args.lr_schedule == "constant":
+        return 1.0
+    m = args.min_lr / args.lr if args.lr > 0 else 0.0
+    if it >= d:
+        return m
+    r = (it - w) / (d - w)
+    coeff = 0.5 * (1.0 + math.cos(math.pi * r)) if args.lr_schedule == "cosine" else 1.0 - r
+    return m + coeff * (1.0 - m)
+
+
+def steps_schedule(args):
+    return args.warmup_steps >= 0 or args.decay_steps >= 0 or args.lr_schedule == "linear"
+
+
+def param_groups(args, model):
+    """tl's --weight-decay-on / --no-decay as PyTorch parameter groups (nanoGPT's configure_optimizers)."""
+    if args.weight_decay_on == "all" and not args.no_decay:
+        return [p for _, p in model.named_parameters()]
+    decay, rest = [], []
+    for name, p in model.named_parameters():
+        d = args.weight_decay_on == "all" or p.dim() >= 2
+        if d and args.no_decay and re.search(args.no_decay, name):
+            d = False
+        (decay if d else rest).append(p)
+    return [g for g in ({"params": decay}, {"params": rest, "weight_decay": 0.0}) if g["params"]]
+
+
 def make_optimizer(args, params):
     import torch
     if args.optimizer in ("adam", "adamw"):
@@ -318,7 +378,10 @@ def train(rank, args, averaging, data, shape):
     elif averaging == "fixed":
         fixed = FixedPointState({id(p): n for n, p in model.named_parameters()})
         ddp.register_comm_hook(state=fixed, hook=fixed_point_hook)
-    opt = make_optimizer(args, ddp.parameters())
+    opt = make_optimizer(args, param_groups(args, model))
+    schedule = None
+    if steps_schedule(args):
+        schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda it: step_lr_factor(args, it))
     sampler = DistributedSampler(data, num_replicas=args.ranks, rank=rank, shuffle=True, seed=args.seed)
     # Its own generator: a DataLoader iterator otherwise draws its base seed from the default
     # generator, which holds this rank's dropout stream.
@@ -333,31 +396,48 @@ def train(rank, args, averaging, data, shape):
             if step >= args.steps:
                 break
             opt.zero_grad()
-            loss, logits = score(args, ddp, x, y)
-            loss.backward()
+            if args.micro_batches == 1:
+                loss, logits = score(args, ddp, x, y)
+                loss.backward()
+                loss_sum = loss.item() * y.size(0)
+                correct = 0.0
+                if logits is not None:
+                    with torch.no_grad():
+                        correct = float(logits.argmax(1).eq(y).sum())
+            else:  # PyTorch's accumulation: tl's train::forwardBackwardInPieces
+                pieces = [(xk, yk) for xk, yk in zip(x.tensor_split(args.micro_batches),
+                                                     y.tensor_split(args.micro_batches)) if yk.size(0)]
+                loss_sum, correct = 0.0, 0.0
+                for k, (xk, yk) in enumerate(pieces):
+                    with ddp.no_sync() if k + 1 < len(pieces) else contextlib.nullcontext():
+                        loss, logits = score(args, ddp, xk, yk)
+                        (loss / args.micro_batches).backward()
+                    loss_sum += loss.item() * yk.size(0)
+                    if logits is not None:
+                        with torch.no_grad():
+                            correct += float(logits.argmax(1).eq(yk).sum())
             grad_norm = float("nan")
             if args.clip_grad_norm > 0:  # on the averaged gradient, which every rank holds
                 grad_norm = torch.nn.utils.clip_grad_norm_(ddp.parameters(), args.clip_grad_norm).item()
+            lr = opt.param_groups[0]["lr"]
             opt.step()
+            if schedule is not None:
+                schedule.step()
             step += 1
-            correct = 0.0
-            if logits is not None:
-                with torch.no_grad():
-                    correct = float(logits.argmax(1).eq(y).sum())
             # tl's step statistics: loss x samples (the batch's first dimension), summed
-            stats = torch.tensor([loss.item() * y.size(0), correct, float(y.size(0))], dtype=torch.float64)
+            stats = torch.tensor([loss_sum, correct, float(y.size(0))], dtype=torch.float64)
             dist.all_reduce(stats)
             acc = stats[1].item() / stats[2].item() if logits is not None else float("nan")
-            rows.append((step, epoch, stats[0].item() / stats[2].item(), acc, grad_norm))
+            rows.append((step, epoch, stats[0].item() / stats[2].item(), acc, grad_norm, lr))
         epoch += 1
 
     if rank == 0:
         out = os.path.join(args.out, averaging)
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "steps.csv"), "w") as f:
-            f.write("step,epoch,loss,acc,grad_norm\n")
+            f.write("step,epoch,loss,acc,grad_norm,lr\n")
             for r in rows:
-                f.write("%d,%d,%r,%r,%r\n" % r)
+                f.write("%d,%d,%r,%r,%r,%r\n" % r)
         with open(os.path.join(out, "summary.json"), "w") as f:
             summary = {"steps": step, "ranks": args.ranks, "averaging": averaging,
                        "params_sha256": params_sha256(model), "torch": torch.__version__}

@@ -65,7 +65,9 @@ void checkDefinition(const JobDefinition& d, const std::string& path) {
     inconsistent(path, "its job has optimizer '", d.optimizer.name, "'");
   if (!isOneOf(d.dataset, data::datasetKinds()))
     inconsistent(path, "its job has dataset '", d.dataset, "'");
-  if (!isOneOf(d.schedule.kind, {"constant", "step", "cosine"}))
+  if (d.microBatches < 1 || d.batch % d.microBatches != 0)
+    inconsistent(path, "its job has ", d.microBatches, " micro-batches for a batch of ", d.batch);
+  if (!isOneOf(d.schedule.kind, {"constant", "step", "cosine", "linear"}))
     inconsistent(path, "its job has learning-rate schedule '", d.schedule.kind, "'");
 }
 

@@ -23,6 +23,7 @@ class Adadelta : public SlotOptimizer {
 
  protected:
   void update(at::Tensor& param, const at::Tensor& grad, ParamState& state, double lr) override {
+    const double wd = decayOf(state, weightDecay_);
     at::Tensor& squareAvg = state.slots[0];
     at::Tensor& accDelta = state.slots[1];
     if (!squareAvg.defined()) {
@@ -30,7 +31,7 @@ class Adadelta : public SlotOptimizer {
       accDelta = at::zeros_like(param, at::MemoryFormat::Preserve);
     }
     at::Tensor g = grad;
-    if (weightDecay_ != 0) g = g.add(param, weightDecay_);
+    if (wd != 0) g = g.add(param, wd);
     squareAvg.mul_(rho_).addcmul_(g, g, 1 - rho_);
     const at::Tensor std = squareAvg.add(eps_).sqrt_();
     const at::Tensor delta = accDelta.add(eps_).sqrt_().div_(std).mul_(g);

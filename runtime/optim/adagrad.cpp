@@ -22,10 +22,11 @@ class Adagrad : public SlotOptimizer {
 
  protected:
   void update(at::Tensor& param, const at::Tensor& grad, ParamState& state, double lr) override {
+    const double wd = decayOf(state, weightDecay_);
     at::Tensor& sum = state.slots[0];
     if (!sum.defined()) sum = at::full_like(param, initialAccumulator_, at::MemoryFormat::Preserve);
     at::Tensor g = grad;
-    if (weightDecay_ != 0) g = g.add(param, weightDecay_);
+    if (wd != 0) g = g.add(param, wd);
     const double clr = lr / (1 + double(state.step - 1) * lrDecay_);
     sum.addcmul_(g, g, 1);
     const at::Tensor std = sum.sqrt().add_(eps_);

@@ -42,6 +42,7 @@ class Adam : public SlotOptimizer {
 
  protected:
   void update(at::Tensor& param, const at::Tensor& grad, ParamState& state, double lr) override {
+    const double wd = decayOf(state, weightDecay_);
     at::Tensor& expAvg = state.slots[0];
     at::Tensor& expAvgSq = state.slots[1];
     if (!expAvg.defined()) {
@@ -50,9 +51,9 @@ class Adam : public SlotOptimizer {
     }
     at::Tensor g = grad;
     if (decoupled_) {
-      if (weightDecay_ != 0) param.mul_(1 - lr * weightDecay_);
-    } else if (weightDecay_ != 0) {
-      g = g.add(param, weightDecay_);
+      if (wd != 0) param.mul_(1 - lr * wd);
+    } else if (wd != 0) {
+      g = g.add(param, wd);
     }
     if constexpr (kPyTorch21Rounding) {
       expAvg.lerp_(g, 1 - beta1_);

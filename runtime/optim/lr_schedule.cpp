@@ -15,6 +15,17 @@ bool finiteAtLeast(double value, double low) { return std::isfinite(value) && va
 }  // namespace
 
 void validate(const LrSchedule& s) {
+  if (s.inSteps) {
+    TL_REQUIRE(s.kind == "constant" || s.kind == "cosine" || s.kind == "linear",
+               "lr schedule '", s.kind, "' counts epochs; --warmup-steps and --decay-steps go with "
+               "--lr-schedule constant, cosine or linear");
+    TL_REQUIRE(finiteAtLeast(s.baseLr, 0), "--lr must be >= 0 (got ", s.baseLr, ")");
+    TL_REQUIRE(s.warmupSteps >= 0, "--warmup-steps must be >= 0 (got ", s.warmupSteps, ")");
+    TL_REQUIRE(s.decaySteps >= 0, "--decay-steps must be >= 0 (got ", s.decaySteps, ")");
+    TL_REQUIRE(s.kind == "constant" || (finiteAtLeast(s.minLr, 0) && s.minLr <= s.baseLr),
+               "lr schedule ", s.kind, ": --min-lr must be in [0, --lr] (got ", s.minLr, ", lr ", s.baseLr, ")");
+    return;
+  }
   TL_REQUIRE(s.kind == "constant" || s.kind == "step" || s.kind == "cosine",
              "unknown lr schedule '", s.kind, "'; choose one of: constant, step, cosine");
   TL_REQUIRE(finiteAtLeast(s.baseLr, 0), "--lr must be >= 0 (got ", s.baseLr, ")");
@@ -34,9 +45,23 @@ void validate(const LrSchedule& s) {
   }
 }
 
+double stepScheduleFactor(const LrSchedule& s, int64_t step) {
+  TL_CHECK(s.inSteps, "stepScheduleFactor: not a step schedule");
+  TL_CHECK_GE(step, 0, "optimizer steps count from 0");
+  const int64_t w = s.warmupSteps, d = s.decaySteps;
+  if (step < w) return double(step + 1) / double(w + 1);
+  if (s.kind == "constant") return 1.0;
+  const double m = s.baseLr > 0 ? s.minLr / s.baseLr : 0.0;
+  if (step >= d) return m;
+  const double r = double(step - w) / double(d - w);  // in [0, 1): d > step >= w
+  const double coeff = s.kind == "cosine" ? 0.5 * (1.0 + std::cos(kPi * r)) : 1.0 - r;
+  return m + coeff * (1.0 - m);
+}
+
 double learningRate(const LrSchedule& s, int64_t step) {
   validate(s);
   TL_CHECK_GE(step, 0, "optimizer steps count from 0");
+  if (s.inSteps) return s.baseLr * stepScheduleFactor(s, step);
   if (step < s.warmupSteps) return s.baseLr * double(step + 1) / double(s.warmupSteps);
   const int64_t t = step - s.warmupSteps;  // the schedule proper starts after the warm-up
   if (s.kind == "step") return s.baseLr * std::pow(s.gamma, double(t / s.stepSize));

@@ -33,6 +33,9 @@ class Optimizer {
   virtual void step(double lr) = 0;
   void zeroGrad();
   const std::vector<at::Tensor>& params() const { return params_; }
+  // Weight decay for parameter i only where decays[i] (one entry per parameter; by default all
+  // decay): PyTorch's two parameter groups, one with weight_decay 0 (decay_groups.h).
+  virtual void setDecay(const std::vector<bool>& decays) = 0;
 
   // The state as named tensors ("3.momentum_buffer", "step"...), for checkpoints.
   virtual std::vector<std::pair<std::string, at::Tensor>> state() const = 0;

@@ -25,8 +25,9 @@ class Sgd : public SlotOptimizer {
 
  protected:
   void update(at::Tensor& param, const at::Tensor& grad, ParamState& state, double lr) override {
+    const double wd = decayOf(state, weightDecay_);
     at::Tensor dp = grad;
-    if (weightDecay_ != 0) dp = dp.add(param, weightDecay_);
+    if (wd != 0) dp = dp.add(param, wd);
     if (momentum_ != 0) {
       at::Tensor& buffer = state.slots[0];
       if (!buffer.defined()) {

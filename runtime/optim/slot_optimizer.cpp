@@ -20,6 +20,11 @@ SlotOptimizer::SlotOptimizer(std::string name, std::vector<at::Tensor> params,
   for (auto& state : states_) state.slots.resize(slotNames_.size());
 }
 
+void SlotOptimizer::setDecay(const std::vector<bool>& decays) {
+  TL_CHECK_EQ(decays.size(), states_.size(), "optimizer ", name_, ": one decay setting per parameter");
+  for (size_t i = 0; i < decays.size(); ++i) states_[i].decays = decays[i];
+}
+
 void SlotOptimizer::step(double lr) {
   TL_REQUIRE(std::isfinite(lr) && lr >= 0, "optimizer ", name_,
              ": learning rate must be finite and >= 0 (got ", lr, ")");
@@ -124,6 +129,8 @@ void SlotOptimizer::loadState(const std::vector<std::pair<std::string, at::Tenso
                  name, "' but no positive '", i, ".step'");
     }
   }
+  // Which group a parameter is in is the optimizer's setting, not its checkpointed state.
+  for (size_t i = 0; i < loaded.size(); ++i) loaded[i].decays = states_[i].decays;
   states_ = std::move(loaded);
   steps_ = steps;
 }

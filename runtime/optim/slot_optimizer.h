@@ -23,12 +23,17 @@ class SlotOptimizer : public Optimizer {
   void step(double lr) final;
   std::vector<std::pair<std::string, at::Tensor>> state() const final;
   void loadState(const std::vector<std::pair<std::string, at::Tensor>>& state) final;
+  void setDecay(const std::vector<bool>& decays) final;
 
  protected:
   struct ParamState {
     int64_t step = 0;               // updates of this parameter so far, this one included
     std::vector<at::Tensor> slots;  // in slotNames order; undefined before the first update
+    bool decays = true;             // weight decay applies (setDecay); a setting, not state
   };
+
+  // The weight decay of a parameter: `weightDecay`, or 0 outside the decayed group.
+  static double decayOf(const ParamState& state, double weightDecay) { return state.decays ? weightDecay : 0.0; }
 
   SlotOptimizer(std::string name, std::vector<at::Tensor> params,
                 std::vector<std::string> slotNames);

@@ -39,6 +39,32 @@ BatchStats forwardBackward(models::Model& model, const at::Tensor& images, const
   return s;
 }
 
+BatchStats forwardBackwardInPieces(models::Model& model, const at::Tensor& images, const at::Tensor& labels,
+                                   int64_t pieces) {
+  TL_CHECK(pieces >= 1, "forwardBackwardInPieces: ", pieces, " pieces");
+  std::vector<at::Tensor> grads;
+  for (auto& p : model.parameters()) {
+    if (p.grad().defined()) grads.push_back(p.mutable_grad());
+  }
+  zeroEach(grads);
+  const std::vector<at::Tensor> inputs = at::tensor_split(images, pieces);
+  const std::vector<at::Tensor> targets = at::tensor_split(labels, pieces);
+  BatchStats s;
+  for (int64_t k = 0; k < pieces; ++k) {
+    const int64_t rows = targets[size_t(k)].size(0);
+    if (rows == 0) continue;
+    ScoredBatch scored = scoreBatch(model, inputs[size_t(k)], targets[size_t(k)], /*sum=*/false);
+    (scored.loss / pieces).backward();  // as `(loss / K).backward()`: a float32 division by K
+    s.samples += rows;
+    s.lossSum += scored.loss.item<double>() * double(rows);
+    if (scored.logits.defined()) {
+      at::NoGradGuard noGrad;
+      s.correct += scored.logits.argmax(1).eq(targets[size_t(k)]).sum().item<int64_t>();
+    }
+  }
+  return s;
+}
+
 void resolvePending(std::vector<BatchStats>& stats) {
   std::vector<at::Tensor> values;
   for (const BatchStats& s : stats) {

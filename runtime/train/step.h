@@ -39,6 +39,14 @@ BatchStats forwardBackward(models::Model& model, const at::Tensor& images, const
 BatchStats forwardBackward(models::Model& model, const at::Tensor& images, const at::Tensor& labels,
                            const std::function<void(const at::Tensor& loss)>& backward);
 
+// --micro-batches K > 1: PyTorch's gradient accumulation. The batch is cut into K pieces along
+// its first dimension (at::tensor_split: the first size mod K pieces one row longer; pieces of
+// no rows are skipped), and each piece runs forward, its mean loss / K backward, accumulating
+// into the gradients cleared once before. Stats sum each piece's loss × rows in piece order;
+// the loss is read on the host (resolved) whatever the device.
+BatchStats forwardBackwardInPieces(models::Model& model, const at::Tensor& images, const at::Tensor& labels,
+                                   int64_t pieces);
+
 // Reads every pending loss and count in `stats` with one copy to the host: the same values as
 // reading each on its own (float64 of the loss, times the samples).
 void resolvePending(std::vector<BatchStats>& stats);

@@ -48,6 +48,13 @@ StepPlan planSteps(const JobConfig& config, int64_t stepsPerEpoch) {
   p.schedule.stepSize = std::max<int64_t>(1, std::llround(s.stepEpochs * double(stepsPerEpoch)));
   p.schedule.warmupSteps = std::llround(s.warmupEpochs * double(stepsPerEpoch));
   p.schedule.totalSteps = std::max<int64_t>(1, p.totalSteps - p.schedule.warmupSteps);
+  if (s.inSteps()) {
+    p.schedule.inSteps = true;
+    p.schedule.warmupSteps = std::max<int64_t>(0, s.warmupSteps);
+    // Unless given: the job's last step (index T - 1) is the first at --min-lr, as nanoGPT's
+    // lr_decay_iters = max_iters.
+    p.schedule.decaySteps = s.decaySteps >= 0 ? s.decaySteps : std::max<int64_t>(0, p.totalSteps - 1);
+  }
   optim::validate(p.schedule);
   return p;
 }

@@ -4,7 +4,10 @@
 # CIFAR-10, the same initial weights (tl's --steps 0 --save-model), data order and dropout draws.
 # N = 4: tl (2 ESTs on each of 2 processes) = DDP (4 ranks) with exact averaging, every step's
 # loss and the final params_sha256; stock DDP (float32 gloo sums) is recorded, not asserted.
-# On CIFAR-10 also with --clip-grad-norm (clip_grad_norm_ in DDP): every step's grad_norm too.
+# On CIFAR-10 also with --clip-grad-norm (clip_grad_norm_ in DDP): every step's grad_norm too;
+# and with the GPT recipe's knobs (issue 40): a warm-up and cosine in steps (a LambdaLR in DDP),
+# weight decay on matrices only (two parameter groups), clipping and 2 micro-batches (accumulation
+# with no_sync). Every step's lr is compared.
 # Skipped (exit 77) when /usr/bin/python3 (or TL_PYTHON) cannot import torch.
 # With DATASET tensors the same job reads a tl-data tensors-synth folder (float32 .npy arrays of
 # 3x32x32, 10 classes): tl's array dataset gives DDP's batches, byte for byte.
@@ -29,11 +32,12 @@ if [ "$DATASET" = tensors ]; then
 else
   "$BIN/tl-data" synth --out "$WORK/data" --train 256 --test 64 --seed 5 >/dev/null || fail "tl-data synth"
 fi
-JOB="--model cnn --dataset $DATASET --data-dir $WORK/data --batch 8 --seed 11 --optimizer sgd --lr 0.05
-     --momentum 0.9 --dampening 0 --weight-decay 0 --lr-schedule constant --warmup-epochs 0
-     --compute-threads 1 --augment off --workers 0 --log-every 0"
-PYJOB="--model cnn --dataset $DATASET --data-dir $WORK/data --batch 8 --seed 11 --lr 0.05 --momentum 0.9
-       --threads 1 --steps 10"
+BASE="--model cnn --dataset $DATASET --data-dir $WORK/data --batch 8 --seed 11 --optimizer sgd --lr 0.05
+      --momentum 0.9 --dampening 0 --compute-threads 1 --augment off --workers 0 --log-every 0"
+JOB="$BASE --weight-decay 0 --lr-schedule constant --warmup-epochs 0"
+PYBASE="--model cnn --dataset $DATASET --data-dir $WORK/data --batch 8 --seed 11 --lr 0.05 --momentum 0.9
+        --threads 1 --steps 10"
+PYJOB="$PYBASE"
 
 # compare TL_RUN DDP_RUN: 0 when every step's loss and the final params_sha256 are equal;
 # prints the first step that differs and the largest relative difference.
@@ -47,6 +51,14 @@ ddp = {int(r["step"]): float(r["loss"]) for r in rows}
 if sorted(tl) != sorted(ddp) or len(tl) != 10:
     sys.exit("steps differ: tl %s, DDP %s" % (sorted(tl), sorted(ddp)))
 norms = {int(r["step"]): float(r["grad_norm"]) for r in rows if r.get("grad_norm") not in (None, "", "nan")}
+lrs = {int(r["step"]): float(r["lr"]) for r in rows if r.get("lr") not in (None, "")}
+if lrs:  # the learning rate each step used, as the optimizer got it
+    tl_lrs = {r["step"]: r.get("lr") for r in map(json.loads, open(tl_run + "/metrics.jsonl")) if r.get("type") == "step"}
+    bad = [s for s in sorted(lrs) if tl_lrs.get(s) != lrs[s]]
+    print("  lr: %d steps, first that differs: %s (DDP's first %r, last %r)"
+          % (len(lrs), bad[0] if bad else "none", lrs[min(lrs)], lrs[max(lrs)]))
+    if bad or len(lrs) != 10:
+        sys.exit(1)
 if norms:  # --clip-grad-norm: the norm before clipping, every step
     tl_norms = {r["step"]: r.get("grad_norm") for r in map(json.loads, open(tl_run + "/metrics.jsonl")) if r.get("type") == "step"}
     bad = [s for s in sorted(norms) if tl_norms.get(s) != norms[s]]
@@ -90,6 +102,19 @@ if [ "$DATASET" = cifar10 ]; then
             <(grep -o '"params_sha256": *"[0-9a-f]*"' "$WORK/tl/summary.json"); then
     echo "FAIL: clipping changed nothing (the bound never bit)"; status=1
   fi
+
+  # The GPT recipe on 3,1: warm-up 3 steps, cosine to 0.005 at the last step (index 9, the
+  # default --decay-steps), weight decay 0.1 on tensors of 2 or more dimensions, clipping at 1,
+  # and each batch of 8 in 2 micro-batches (BatchNorm's running statistics see both; DDP's
+  # accumulation under no_sync).
+  RECIPE="--weight-decay 0.1 --weight-decay-on matrices --lr-schedule cosine --warmup-steps 3 --min-lr 0.005
+          --clip-grad-norm 1 --micro-batches 2"
+  $MPIRUN -np 2 "$BIN/tl-launch" $BASE $RECIPE --logical-workers $N --placement 3,1 --steps 10 \
+    --output-dir "$WORK/tl-recipe" >"$WORK/tl-recipe.log" 2>&1 || fail "tl-launch recipe: $(head -3 "$WORK/tl-recipe.log")"
+  "$PY" "$SRC/bench/reference/ddp_reference.py" $PYBASE $RECIPE --ranks $N --init "$WORK/init.pt" --averaging exact \
+    --out "$WORK/ddp-recipe" >"$WORK/ddp-recipe.log" 2>&1 || fail "PyTorch DDP recipe: $(tail -5 "$WORK/ddp-recipe.log")"
+  echo "tl recipe (3,1) vs PyTorch DDP with LambdaLR, parameter groups, clip_grad_norm_ and accumulation, exact averaging hook:"
+  compare "$WORK/tl-recipe" "$WORK/ddp-recipe/exact" || { echo "FAIL: tl differs from DDP with the recipe"; status=1; }
 fi
 [ $status = 0 ] && echo "PASS"
 exit $status

@@ -7,7 +7,10 @@
 #          decoupled weight decay;
 #  resnet: tl's CIFAR ResNet scripted with tl's initial weights (bench/reference/script_resnet.py),
 #          BatchNorm, --dataset cifar10, SGD with momentum and weight decay.
-# Asserted: every step's loss and the final params_sha256 are equal (bench/reference/compare_runs.py).
+#  gpt_recipe: the gpt job with every knob of the GPT recipe (docs/guide/gpt-recipe.md).
+#  gpt_epochs_micro (short): gpt_epochs (below) in 2 micro-batches, its short batches too.
+# Asserted: every step's loss (and lr and grad_norm where DDP records them) and the final
+# params_sha256 are equal (bench/reference/compare_runs.py).
 # MODE short (CTest): a 1-layer GPT of width 16 on 20000 `tl-data tokens-synth` tokens and a
 #   ResNet-8 on 40 images, 8 steps each. The ResNet's shards are 10 images, batches of 4, 4, 2:
 #   its 8 steps cross two epochs (reshuffled) and take short batches. The same GPT on 600 tokens
@@ -92,6 +95,18 @@ run gpt $STEPS "--model-file $WORK/gpt/gpt.pt --model-returns loss --dataset tok
         "--model-file $WORK/gpt/gpt.pt --model-returns loss --dataset tokens --data-dir $WORK/gpt/corpus
          --seq-len $SEQ --batch $BATCH $ADAMW"
 
+# --- gpt_recipe: the same GPT with the GPT recipe (issue 40): AdamW (0.9, 0.95), warm-up and
+# cosine in steps (a LambdaLR in DDP), weight decay on matrices but the position embedding
+# (--no-decay over the TorchScript module's parameter names), clipping, 2 micro-batches (no_sync).
+RECIPE="--optimizer adamw --lr 0.002 --beta1 0.9 --beta2 0.95 --eps 1e-8 --weight-decay 0.1 --weight-decay-on matrices
+        --no-decay ^positions\\. --lr-schedule cosine --warmup-steps 2 --min-lr 0.0002 --clip-grad-norm 1 --micro-batches 2"
+mkdir -p "$WORK/gpt_recipe"
+COMMON="--seed 11 --compute-threads 1 --workers 0 --log-every 0" \
+  run gpt_recipe $STEPS "--model-file $WORK/gpt/gpt.pt --model-returns loss --dataset tokens --data-dir $WORK/gpt/corpus
+         --seq-len $SEQ --batch $BATCH $RECIPE" \
+        "--model-file $WORK/gpt/gpt.pt --model-returns loss --dataset tokens --data-dir $WORK/gpt/corpus
+         --seq-len $SEQ --batch $BATCH $RECIPE"
+
 # --- resnet: tl's CIFAR ResNet, scripted with tl's initial weights, BatchNorm, SGD + momentum.
 mkdir -p "$WORK/resnet"
 if [ "$MODE" = full ]; then DEPTH=20 TRAIN=1024 BATCH=16; else DEPTH=8 TRAIN=40 BATCH=4; fi
@@ -115,6 +130,9 @@ if [ "$MODE" = short ]; then
   GPTJOB="--model-file $WORK/gpt/gpt.pt --model-returns loss --dataset tokens --data-dir $WORK/gpt_epochs/corpus
           --seq-len 16 --batch 4 $ADAMW"
   AVERAGING=fixed,exact ASSERTED=fixed run gpt_epochs $STEPS "$GPTJOB" "$GPTJOB"
+  # The same with 2 micro-batches: the short batches of 2 are cut into pieces of 1.
+  mkdir -p "$WORK/gpt_epochs_micro"
+  AVERAGING=fixed ASSERTED=fixed run gpt_epochs_micro $STEPS "$GPTJOB --micro-batches 2" "$GPTJOB --micro-batches 2"
 fi
 
 [ $status = 0 ] && echo "PASS"

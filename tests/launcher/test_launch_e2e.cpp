@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -251,6 +252,81 @@ TEST_F(LaunchE2E, ClippingRecordsTheNormAndStopsOnANonFiniteOne) {
   EXPECT_NE(bad.exitCode, 0);
   EXPECT_EQ(countOccurrences(bad.err, "tl-launch: error:"), 1) << bad.err;
   EXPECT_EQ(countOccurrences(bad.err, "step 1: the gradient's global norm is nan"), 1) << bad.err;
+}
+
+// The GPT recipe's knobs (issue 40): a warm-up and linear decay in steps, weight decay on
+// matrices only, clipping, 2 micro-batches. DDP mode (4 processes), 3,1 and a checkpoint at step
+// 3 resumed on one process give one params_sha256 and one learning rate per step, the schedule
+// nanoGPT's get_lr; the summary records the resolved settings; decaying every parameter instead,
+// or one micro-batch, is another job.
+TEST_F(LaunchE2E, GptRecipeKnobsGiveOneResultOnEveryPlacementAndAcrossARestart) {
+  const std::string knobs =
+      " --logical-workers 4 --steps 8 --weight-decay 0.05 --lr-schedule linear --warmup-steps 2 --min-lr 0.005"
+      " --clip-grad-norm 1 --workers 0 --micro-batches 2";
+  const std::string matrices = knobs + " --weight-decay-on matrices";
+  const auto stepLrs = [](const std::string& out) {
+    std::map<int64_t, double> lrs;
+    std::ifstream metrics(out + "/metrics.jsonl");
+    for (std::string line; std::getline(metrics, line);) {
+      auto j = nlohmann::json::parse(line);
+      if (j["type"] == "step") lrs[j["step"].get<int64_t>()] = j["lr"].get<double>();
+    }
+    return lrs;
+  };
+  const std::string ddp = freshDir("e2e_recipe_ddp");
+  auto r = launch(4, ddp, matrices);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::string sha = summary(ddp)["params_sha256"];
+  const auto lrs = stepLrs(ddp);
+  ASSERT_EQ(lrs.size(), 8u);
+  // W 2, D 7 (the last step's index): (i + 1) / 3 of 0.05, then down to 0.005 at step index 7.
+  EXPECT_EQ(lrs.at(1), 0.05 * (1.0 / 3.0));
+  EXPECT_EQ(lrs.at(2), 0.05 * (2.0 / 3.0));
+  EXPECT_EQ(lrs.at(3), 0.05);
+  EXPECT_NEAR(lrs.at(6), 0.005 + (1.0 - 3.0 / 5.0) * 0.045, 1e-15);
+  EXPECT_NEAR(lrs.at(8), 0.005, 1e-15);
+  const auto config = summary(ddp)["config"];
+  EXPECT_EQ(config["lr_schedule"]["kind"], "linear");
+  EXPECT_EQ(config["lr_schedule"]["warmup_steps"], 2);
+  EXPECT_EQ(config["lr_schedule"]["decay_steps"], 7) << "the resolved default: the last step";
+  EXPECT_EQ(config["weight_decay_on"], "matrices");
+  EXPECT_EQ(config["micro_batches"], 2);
+
+  const std::string split = freshDir("e2e_recipe_31");
+  r = launch(2, split, matrices + " --placement 3,1");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(summary(split)["params_sha256"], sha) << "3,1 against DDP mode";
+  EXPECT_EQ(stepLrs(split), lrs);
+
+  const std::string first = freshDir("e2e_recipe_ck");
+  r = launch(2, first, matrices + " --stop-at-step 3");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::string resumed = freshDir("e2e_recipe_resumed");
+  r = runCommand(mpirun(1) + TL_LAUNCH_BIN + " --resume " + first + "/checkpoint --log-every 0 --output-dir " +
+                     resumed,
+                 240, resumed);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(summary(resumed)["params_sha256"], sha) << "checkpoint at step 3, resumed on one process";
+  for (const auto& [step, lr] : stepLrs(resumed)) EXPECT_EQ(lr, lrs.at(step)) << "resumed step " << step;
+  EXPECT_EQ(summary(resumed)["config"]["lr_schedule"]["decay_steps"], 7);
+
+  const std::string all = freshDir("e2e_recipe_all");
+  r = launch(2, all, knobs);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(summary(all)["params_sha256"], sha) << "--weight-decay-on matrices changed nothing";
+  const std::string whole = freshDir("e2e_recipe_k1");
+  std::string oneBatch = matrices;
+  oneBatch.replace(oneBatch.find(" --micro-batches 2"), 18, "");
+  r = launch(2, whole, oneBatch);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(summary(whole)["params_sha256"], sha) << "K = 2 gave K = 1's bits";
+
+  // A batch that K does not divide: one error naming both flags.
+  r = runCommand(std::string(TL_LAUNCH_BIN) + " --check --dataset cifar10 --data-dir " + gDataDir +
+                     " --model cnn --batch 16 --micro-batches 3",
+                 60, whole);
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_EQ(countOccurrences(r.err, "--micro-batches 3: --batch 16 is not divisible by it"), 1) << r.err;
 }
 
 // Faults of the newcomer's corpus: a folder where a batch file belongs, and a flag given an

@@ -194,6 +194,18 @@ TEST_F(OwnModel, ContractForAScriptedGptOnTokens) {
           " --batch 4 --logical-workers 4 --steps 400 --seed 3 --log-every 0 --workers 1");
 }
 
+// The same GPT with the recipe a GPT trainer uses (issue 40): AdamW with betas (0.9, 0.95), a
+// warm-up and cosine decay in steps, weight decay on matrices only, clipping, 2 micro-batches.
+TEST_F(OwnModel, ContractForAScriptedGptWithTheGptRecipe) {
+  checkContract(
+      "own_contract_gpt_recipe",
+      " --dataset tokens --seq-len 8 --data-dir " + gTokens + " --model-returns loss" +
+          " --model-file " + module("tiny_gpt.pt") +
+          " --batch 4 --logical-workers 4 --steps 400 --seed 3 --log-every 0 --workers 1" +
+          " --optimizer adamw --lr 0.003 --beta2 0.95 --weight-decay 0.1 --weight-decay-on matrices" +
+          " --lr-schedule cosine --warmup-steps 40 --min-lr 0.0003 --clip-grad-norm 1 --micro-batches 2");
+}
+
 // The built-in cnn exported from its PyTorch definition, initialised as tl initialises it
 // under the same seed, trains to the same bits as --model cnn.
 TEST_F(OwnModel, ExportedBuiltinCnnMatchesModelCnn) {

@@ -217,3 +217,53 @@ TEST(OptimizerReference, ZeroGradKeepsTensorsAndZerosThem) {
 
 }  // namespace
 }  // namespace tl::optim::testing
+
+namespace tl::optim {
+namespace {
+
+// setDecay: PyTorch's two parameter groups. The parameter outside the decayed group follows an
+// optimizer without weight decay bit for bit; the other one an optimizer with it.
+TEST(OptimizerReference, ParametersOutsideTheDecayGroupTakeNoWeightDecay) {
+  for (const std::string name : {"sgd", "adam", "adamw", "adagrad", "adadelta"}) {
+    OptimizerOptions o;
+    o.name = name;
+    o.lr = 0.1;
+    o.weightDecay = 0.5;
+    if (name == "sgd") o.momentum = 0.9;
+    OptimizerOptions without = o;
+    without.weightDecay = 0;
+    auto make = [] { return torch::tensor({1.5, -2.0}, torch::kFloat).set_requires_grad(true); };
+    auto decayed = make(), exempt = make(), withDecay = make(), withoutDecay = make();
+    auto grouped = createOptimizer(o, {decayed, exempt});
+    grouped->setDecay({true, false});
+    auto plainWith = createOptimizer(o, {withDecay});
+    auto plainWithout = createOptimizer(without, {withoutDecay});
+    for (int step = 0; step < 3; ++step) {
+      const auto g = torch::tensor({0.25f * float(step + 1), -0.5f}, torch::kFloat);
+      for (auto* p : {&decayed, &exempt, &withDecay, &withoutDecay}) p->mutable_grad() = g.clone();
+      grouped->step(o.lr);
+      plainWith->step(o.lr);
+      plainWithout->step(o.lr);
+    }
+    EXPECT_TRUE(torch::equal(decayed, withDecay)) << name;
+    EXPECT_TRUE(torch::equal(exempt, withoutDecay)) << name;
+    EXPECT_FALSE(torch::equal(decayed, exempt)) << name << ": the decay made no difference";
+
+    // A checkpoint restored into an optimizer set up the same way (setDecay, then loadState,
+    // as a resumed job does) keeps the groups: one more step as the uninterrupted one.
+    auto decayed2 = decayed.detach().clone().set_requires_grad(true);
+    auto exempt2 = exempt.detach().clone().set_requires_grad(true);
+    auto restored = createOptimizer(o, {decayed2, exempt2});
+    restored->setDecay({true, false});
+    restored->loadState(grouped->state());
+    const auto g = torch::tensor({0.75f, 0.125f}, torch::kFloat);
+    for (auto* p : {&decayed, &exempt, &decayed2, &exempt2}) p->mutable_grad() = g.clone();
+    grouped->step(o.lr);
+    restored->step(o.lr);
+    EXPECT_TRUE(torch::equal(decayed2, decayed)) << name << ": restored";
+    EXPECT_TRUE(torch::equal(exempt2, exempt)) << name << ": restored";
+  }
+}
+
+}  // namespace
+}  // namespace tl::optim
