@@ -9,9 +9,14 @@
 # Steps: check glibc/libstdc++ against the bundle; unpack the bundle into a prefix and set up the
 # relocated Open MPI; configure against the machine's PyTorch (with NCCL); build only what the
 # stages run, on every core; then the stages, each time-boxed so that a failure still returns
-# what ran (in the order b c g d a f e: what never ran on a GPU first):
+# what ran (in the order b h c g d a f e: what never ran on a GPU first):
 #   a matrix     the consistency matrix (bench/gpu_consistency.sh, part "matrix") on the device
 #   b nccl       NCCL with one process: ResNet-18, 4 ESTs, --gpu-comm nccl vs mpi, same bits
+#   h ddp        tl against real PyTorch DDP on the device: the CNN, 4 ESTs (3,1 on 2 processes,
+#                --gpu-comm mpi, exact reduction) vs bench/reference/ddp_reference.py --device,
+#                4 ranks (gloo, all on one GPU), every step's loss and the final params_sha256:
+#                with tl's fixed-point rounding in DDP's hook the same bits (the pass condition);
+#                with exact averaging the first step that differs, recorded
 #   c overlap    --overlap on/off, exact and fp32: the same bits (gpu_consistency.sh "overlap")
 #   d own_model  ResNet-18 (batch 32) and the GPT example: tl vs PyTorch eager on the same .pt;
 #                PyTorch's foreach/fused optimizers against its single-tensor form (optimizer_bits.py)
@@ -35,7 +40,7 @@
 #   TL_CXX_STANDARD      passed as CMAKE_CXX_STANDARD when set
 #   TL_GPU_CHECK_BUDGET_S  the whole run's budget in seconds (default 540); a stage gets at most
 #                        what is left of it
-#   TL_GPU_CHECK_STAGES  the stages to run (default "a b c d e f g")
+#   TL_GPU_CHECK_STAGES  the stages to run (default "a b h c d e f g")
 #   TL_GPU_CHECK_CAP_SCALE  multiplies every stage's cap (default 1; the 2-core rehearsal: 10)
 # Exit status: 0 when every stage that ran passed (skipped ones aside), 1 otherwise, 2 on bad
 # input; 3 when the machine's glibc/libstdc++ is older than the bundle needs.
@@ -53,7 +58,7 @@ PREFIX=${TL_GPU_PREFIX:-/tmp/tl-gpu-prefix}
 BUILD=${TL_GPU_BUILD:-build-gpu}
 case "$BUILD" in /*) ;; *) BUILD="$SRC/$BUILD" ;; esac
 BUDGET=${TL_GPU_CHECK_BUDGET_S:-540}
-STAGES=" ${TL_GPU_CHECK_STAGES:-a b c d e f g} "
+STAGES=" ${TL_GPU_CHECK_STAGES:-a b h c d e f g} "
 JOBS=$(nproc)
 CAP_SCALE=${TL_GPU_CHECK_CAP_SCALE:-1}
 [[ "$CAP_SCALE" =~ ^[1-9][0-9]*$ ]] || { echo "gpu_check.sh: TL_GPU_CHECK_CAP_SCALE must be a whole number >= 1 (got '$CAP_SCALE')" >&2; exit 2; }
@@ -302,7 +307,8 @@ export BIN
 FAILED=0
 if [ "$DEVICE" = cuda ]; then STEPS=${TL_GPU_CHECK_STEPS:-20}; else STEPS=${TL_GPU_CHECK_STEPS:-6}; fi
 if [ "$DEVICE" = cuda ]; then F_STEPS=${TL_GPU_CHECK_INPLACE_STEPS:-10}; else F_STEPS=${TL_GPU_CHECK_INPLACE_STEPS:-6}; fi
-export STEPS F_STEPS
+H_STEPS=${TL_GPU_CHECK_DDP_STEPS:-20}  # stage h, on both devices (its CNN steps are cheap)
+export STEPS F_STEPS H_STEPS
 MPIRUN="mpirun --oversubscribe --bind-to none"
 export MPIRUN
 
@@ -327,6 +333,50 @@ stage_b() {
   a=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["params_sha256"])' "$w/nccl/summary.json")
   b=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["params_sha256"])' "$w/mpi/summary.json")
   [ "$a" = "$b" ] && echo "VERDICT same" || { echo "VERDICT DIFFERS"; exit 1; }
+}
+# h: tl against real PyTorch DDP on the device (tests/consistency/ddp_reference_test.sh's job on
+# the GPU): the CNN (BatchNorm, dropout) on synthetic CIFAR-10, batch 8 per worker, SGD with
+# momentum, H_STEPS steps. tl: 4 ESTs as 3,1 on 2 processes sharing the GPU (--gpu-comm mpi),
+# exact reduction. DDP: bench/reference/ddp_reference.py --device, 4 ranks (gloo, one process per
+# rank, all on cuda:0), the kernels tl asks for, trained twice in the same processes: with the
+# exact averaging hook (float64 sum, one rounding) and with the fixed hook (tl's exact reduction's
+# own arithmetic, fixed point with one scale per tensor: the two differ only where a gradient
+# element lies ~2^19 below its tensor's largest; on this CNN from about step 18 on the CPU, see
+# docs/reports/ddp_reference_torchscript.md). Both start from tl's initial weights (--steps 0
+# --save-model) and draw the same data and dropout. Passed: against the fixed hook every step's
+# loss the same float and the same final params_sha256 (bench/reference/compare_runs.py, which
+# names the first step that differs); against exact averaging the same comparison is recorded,
+# with the hook's count of mean-gradient elements where the two roundings part, step by step.
+# PyTorch is the python3 on PATH (pip's on the GPU machine), as in stage d.
+stage_h() {
+  set -e
+  local w py t0 t1 t2 t3 job n=4
+  w="$TMPDIR/tl-h"; rm -rf "$w"; mkdir -p "$w"
+  py=$(command -v python3)
+  "$py" -c 'import torch; print("DDP python:", __import__("sys").executable, "torch", torch.__version__)'
+  "$BIN/tl-data" synth --out "$w/data" --train 256 --test 64 --seed 5 >/dev/null
+  job="--model cnn --dataset cifar10 --data-dir $w/data --batch 8 --seed 11 --optimizer sgd --lr 0.05
+       --momentum 0.9 --dampening 0 --weight-decay 0 --lr-schedule constant --warmup-epochs 0
+       --compute-threads 1 --augment off --workers 0 --log-every 0 --device $TL_GPU_CHECK_DEVICE
+       --gpu-comm mpi --reduction exact --logical-workers $n"
+  t0=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  $MPIRUN -np 1 "$BIN/tl-launch" $job --steps 0 --save-model "$w/init.pt" --output-dir "$w/init" \
+    > "$w/init.log" 2>&1 || { cat "$w/init.log"; exit 1; }
+  t1=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  $MPIRUN -np 2 "$BIN/tl-launch" $job --placement 3,1 --steps "$H_STEPS" --output-dir "$w/tl" \
+    > "$w/tl.log" 2>&1 || { cat "$w/tl.log"; exit 1; }
+  t2=$(date +%s.%N)
+  "$py" bench/reference/ddp_reference.py --model cnn --dataset cifar10 --data-dir "$w/data" --batch 8 \
+    --seed 11 --lr 0.05 --momentum 0.9 --threads 1 --steps "$H_STEPS" --device "$TL_GPU_CHECK_DEVICE" \
+    --ranks $n --init "$w/init.pt" --averaging exact,fixed --out "$w/ddp" > "$w/ddp.log" 2>&1 || { cat "$w/ddp.log"; exit 1; }
+  t3=$(date +%s.%N)
+  echo "SECONDS init $(python3 -c "print(round($t1 - $t0, 1))") tl $(python3 -c "print(round($t2 - $t1, 1))") ddp $(python3 -c "print(round($t3 - $t2, 1))")"
+  echo "DDP_SUMMARY $(cat "$w/ddp/fixed/summary.json")"
+  echo "tl: 4 ESTs, 3,1 on 2 processes, --device $TL_GPU_CHECK_DEVICE; PyTorch DDP: 4 ranks"
+  "$py" bench/reference/compare_runs.py "$w/tl" "$w/ddp/exact" "$H_STEPS" --label "DDP exact (recorded)" || true
+  "$py" bench/reference/compare_runs.py "$w/tl" "$w/ddp/fixed" "$H_STEPS" --label "DDP fixed (asserted)"
 }
 # d: bench_own_model (tl-launch --model-file vs PyTorch on the same .pt), ResNet-18 and GPT.
 # PyTorch is the python3 on PATH (pip's on the GPU machine), on the same device.
@@ -379,16 +429,17 @@ stage_g() {
   # passed: tl-run's recovered job and the cold restart end with the same bits
   grep -q '^params_sha256: .*(same)$' "$TMPDIR/tl-g.out"
 }
-export -f stage_a stage_b stage_c stage_d stage_e stage_f stage_g
+export -f stage_a stage_b stage_c stage_d stage_e stage_f stage_g stage_h
 
 # Budgets on 16 cores and one H100/H200 (docs/guide/gpu.md, from the 2-core rehearsal). What has
-# never run on a GPU goes first (b: the exact reduction on NCCL, c: overlap on CUDA streams,
-# g: the recovery side stream, d: TorchScript models), then what ran on 2026-11-26 (a, f), then
-# the overheads (e): a budget that runs short cuts the least new.
+# never run on a GPU goes first (b: the exact reduction on NCCL, h: tl against PyTorch DDP on the
+# GPU, c: overlap on CUDA streams, g: the recovery side stream, d: TorchScript models), then what
+# ran on 2026-11-26 (a, f), then the overheads (e): a budget that runs short cuts the least new.
 if wanted b; then
   if [ "$DEVICE" = cuda ]; then run_stage b 45 stage_b || FAILED=1
   else skip_stage b "GPU-only: NCCL needs CUDA devices (TL_GPU_CHECK_DEVICE=cpu)"; fi
 fi
+wanted h && { run_stage h 60 stage_h || FAILED=1; }
 wanted c && { run_stage c 75 stage_c || FAILED=1; }
 wanted g && { run_stage g 90 stage_g || FAILED=1; }
 wanted d && { run_stage d 90 stage_d || FAILED=1; }

@@ -21,6 +21,7 @@ TITLES = {
     "build": "tl-launch, tl-data, tl-ctl, tl-run, bench_context_switch, bench_own_model",
     "a": "consistency matrix (gpu_consistency.sh matrix): one params_sha256 across placements and rescales",
     "b": "NCCL with one process: ResNet-18, 4 ESTs, --gpu-comm nccl vs mpi",
+    "h": "tl (CNN, 4 ESTs, 3,1 on 2 processes, exact reduction) vs real PyTorch DDP (4 ranks, gloo) on the device: fixed-point hook asserted, exact averaging recorded",
     "c": "--overlap on/off, exact and fp32: the same bits (gpu_consistency.sh overlap)",
     "d": "ResNet-18 (batch 32) and GPT step: tl vs PyTorch on the same .pt (bench_own_model; 8 steps on a GPU)",
     "e": "EST context-switch overhead (bench_context_switch) and the exact reduction's share of a ResNet-18 step",
@@ -99,6 +100,37 @@ def figures(name, log, meta):
                 f[m.group(1)] = {"params_sha256": m.group(2), "images_per_s": float(m.group(3))}
             if line.startswith("VERDICT "):
                 f["verdict"] = line[8:]
+    elif name == "h":
+        # compare_runs.py's lines, one per DDP averaging: "DDP exact (recorded)|DDP fixed (asserted):
+        # identical|DIFFERENT: N steps, losses identical|differ from step K (first loss A, last B),
+        # max relative loss difference R, params_sha256 tl X, DDP Y (same|different)"
+        for m in re.finditer(r"^DDP (exact|fixed) \(\w+\): (identical|DIFFERENT): (\d+) steps, losses"
+                             r" (identical|differ from step (\d+)) \(first loss (\S+), last (\S+)\),"
+                             r" max relative loss difference (\S+), params_sha256 tl (\S+), DDP (\S+)"
+                             r" \((same|different)\)$", log, re.M):
+            f[m.group(1)] = {"verdict": "same" if m.group(2) == "identical" else "DIFFERS",
+                             "steps": int(m.group(3)), "losses_identical": m.group(5) is None,
+                             "first_differing_step": int(m.group(5)) if m.group(5) else None,
+                             "first_loss": float(m.group(6)), "last_loss": float(m.group(7)),
+                             "max_relative_loss_difference": float(m.group(8)),
+                             "params_sha256_tl": m.group(9), "params_sha256_ddp": m.group(10),
+                             "same_params_sha256": m.group(11) == "same"}
+        for m in re.finditer(r"^DDP (exact|fixed) \(\w+\): DIFFERENT: steps differ (.*)$", log, re.M):
+            f[m.group(1)] = {"verdict": "DIFFERS", "steps_differ": m.group(2)}
+        if "fixed" in f:
+            f["verdict"] = f["fixed"]["verdict"]  # the pass condition
+        m = re.search(r"^SECONDS init (\S+) tl (\S+) ddp (\S+)$", log, re.M)
+        if m:
+            f["seconds"] = {"tl_init": float(m.group(1)), "tl_run": float(m.group(2)), "ddp_run": float(m.group(3))}
+        m = re.search(r"^DDP_SUMMARY (\{.*\})$", log, re.M)
+        if m:
+            ddp = json.loads(m.group(1))
+            f["ddp_torch"] = ddp.get("torch")
+            if "cuda" in ddp:
+                f["ddp_cuda_settings"] = ddp["cuda"]
+            # per step: mean-gradient elements where tl's fixed-point rounding parts from exact
+            # averaging's (the exact comparison can part only from the first step with a count > 0)
+            f["elements_unlike_exact_per_step"] = ddp.get("elements_unlike_exact_per_step")
     elif name == "d":
         f["table"] = [l for l in log.splitlines() if re.match(r"^\s*(cnn|resnet18|gpt|model|ratio|tl|PyTorch|built-in)", l)
                       or "x PyTorch" in l or "target" in l][:60]

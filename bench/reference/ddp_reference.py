@@ -29,6 +29,17 @@ runtime/train/model_loss.cpp does. --dataset tokens --seq-len L reads tl's token
 (ddp_data.py). --optimizer adam|adamw are torch.optim.Adam/AdamW (single-tensor, the CPU's
 default, as tl's runtime/optim/adam.cpp follows them in each PyTorch version: 2.1 and later
 round the first moment with lerp_) with tl's --beta1/--beta2/--eps/--weight-decay.
+
+--device cuda (tl-launch --device cuda; bench/gpu_check.sh stage h): every rank on cuda:0, one
+GPU shared by the ranks' processes (started with spawn: CUDA cannot follow a fork), gloo between
+them. Each rank asks for the kernels tl asks for (runtime/train/step_plan.cpp): cuDNN without
+autotuning, deterministic cuDNN and deterministic algorithms, CUBLAS_WORKSPACE_CONFIG=:4096:8
+(unless set). The exact and fixed hooks gather the float32 gradients through host memory and do
+their float64/int64 arithmetic there, as on the CPU; stock DDP allreduces the CUDA buffers in
+gloo. Optimizers run single-tensor (foreach=False), the form tl's optimizers follow. The data,
+init and dropout seeding are the CPU path's; a rank's dropout draws come from cuda:0's generator,
+seeded as tl seeds the device generator of the logical worker of that rank. --device cpu (the
+default) is the path above, unchanged.
 """
 import argparse
 import contextlib
@@ -99,6 +110,8 @@ def parse_args(argv):
     p.add_argument("--beta2", type=float, default=0.999)
     p.add_argument("--eps", type=float, default=-1, help="negative: 1e-8, tl's (and PyTorch's) Adam default")
     p.add_argument("--threads", type=int, required=True, help="tl's --compute-threads")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="where every rank trains: cpu, or cuda (all ranks on cuda:0), as tl-launch --device")
     p.add_argument("--drop-last", action="store_true", help="tl's --drop-last")
     p.add_argument("--averaging", required=True, help="exact, stock, fixed (tl's fixed-point reduction emulated), or a list: exact,stock")
     p.add_argument("--out", required=True, help="folder for AVERAGING/steps.csv and AVERAGING/summary.json")
@@ -155,19 +168,32 @@ def parse_args(argv):
     return a
 
 
+def hook_future(device):
+    """A hook's future; on CUDA one that may hold tensors of that device (a plain Future takes CPU
+    tensors only)."""
+    import torch
+    if device.type == "cpu":
+        return torch.futures.Future()
+    return torch.futures.Future(devices=[device])
+
+
 def exact_average_hook(state, bucket):
-    """Every rank's float32 gradients, summed in float64, divided by N, rounded once."""
+    """Every rank's float32 gradients, summed in float64, divided by N, rounded once.
+    On CUDA the bucket is copied to host memory (a blocking copy, after backward's kernels) and
+    the arithmetic is the CPU's; the mean goes back to the bucket's device."""
     import torch
     import torch.distributed as dist
     grads = bucket.buffer()
+    device = grads.device
+    grads = grads.cpu()  # the same tensor on the CPU
     world = dist.get_world_size()
     parts = [torch.empty_like(grads) for _ in range(world)]
     dist.all_gather(parts, grads)
     total = torch.zeros(grads.shape, dtype=torch.float64)
     for part in parts:  # rank order; float64 sums of a few float32 values are exact here
         total += part.double()
-    future = torch.futures.Future()
-    future.set_result((total / world).float())
+    future = hook_future(device)
+    future.set_result((total / world).float().to(device))
     return future
 
 
@@ -218,10 +244,12 @@ def fixed_point_hook(state, bucket):
     import torch
     import torch.distributed as dist
     grads = bucket.buffer()
+    device = grads.device
+    grads = grads.cpu()  # on CUDA through host memory, as exact_average_hook
     world = dist.get_world_size()
     parts = [torch.empty_like(grads) for _ in range(world)]
     dist.all_gather(parts, grads)
-    future = torch.futures.Future()
+    future = hook_future(device)
     state.pending.append((future, parts, [state.names[id(p)] for p in bucket.parameters()],
                           [g.numel() for g in bucket.gradients()]))
     if not bucket.is_last():
@@ -247,7 +275,7 @@ def fixed_point_hook(state, bucket):
     state.rescale(maxima)  # the next step's scales
     state.unlike_exact.append(unlike)
     for pending, _, names, _ in state.pending:
-        pending.set_result(torch.cat([means[n] for n in names]))
+        pending.set_result(torch.cat([means[n] for n in names]).to(device))
     state.pending = []
     return future
 
@@ -255,8 +283,33 @@ def fixed_point_hook(state, bucket):
 def params_sha256(model):
     h = hashlib.sha256()
     for tensor in model.state_dict().values():
-        h.update(tensor.detach().contiguous().numpy().tobytes())
+        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()
+
+
+def use_deterministic_gpu_kernels():
+    """runtime/train/step_plan.cpp's useDeterministicGpuKernels: the kernels tl runs on CUDA."""
+    import torch
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # before cuBLAS's first handle
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    torch.use_deterministic_algorithms(True, warn_only=False)
+
+
+def cuda_settings(device):
+    """What a CUDA run used, for its summary.json (a difference from tl starts here)."""
+    import torch
+    info = {"device": str(device), "name": torch.cuda.get_device_name(device), "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version(), "cudnn_benchmark": torch.backends.cudnn.benchmark,
+            "cudnn_deterministic": torch.backends.cudnn.deterministic,
+            "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+            "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG")}
+    try:
+        info["cudnn_allow_tf32"] = torch.backends.cudnn.allow_tf32
+        info["matmul_allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
+    except Exception as e:  # renamed or gone in some release: say so rather than fail the run
+        info["tf32"] = "unknown: %r" % e
+    return info
 
 
 def train_rank(rank, args, port):
@@ -264,6 +317,9 @@ def train_rank(rank, args, port):
     import torch.distributed as dist
 
     torch.set_num_threads(args.threads)
+    if args.device == "cuda":
+        use_deterministic_gpu_kernels()
+        torch.cuda.set_device(0)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     # PyTorch >= 2.4 asks for a libuv TCPStore, which Debian 13's build lacks; 1.13 ignores it.
@@ -310,7 +366,10 @@ def build_model(args, shape):
         return model
     channels, size = shape
     model = ddp_models.build(args.model, args.depth, channels, size, 10, not args.no_batchnorm, args.dropout)
-    model.load_state_dict(torch.load(args.init, weights_only=False))
+    if args.device == "cpu":
+        model.load_state_dict(torch.load(args.init, weights_only=False))
+    else:
+        model.load_state_dict(torch.load(args.init, weights_only=False, map_location="cpu"))
     return model
 
 
@@ -354,8 +413,11 @@ def make_optimizer(args, params):
         cls = torch.optim.AdamW if args.optimizer == "adamw" else torch.optim.Adam
         return cls(params, lr=args.lr, betas=(args.beta1, args.beta2), eps=args.eps,
                    weight_decay=args.weight_decay, foreach=False)
+    # CUDA: single-tensor SGD, tl's form (PyTorch's CUDA default is foreach; on the CPU the default
+    # is single-tensor already).
+    extra = {"foreach": False} if args.device == "cuda" else {}
     return torch.optim.SGD(params, lr=args.lr, momentum=args.momentum, dampening=args.dampening,
-                           weight_decay=args.weight_decay, nesterov=args.optimizer == "nesterov")
+                           weight_decay=args.weight_decay, nesterov=args.optimizer == "nesterov", **extra)
 
 
 def train(rank, args, averaging, data, shape):
@@ -365,13 +427,20 @@ def train(rank, args, averaging, data, shape):
     from torch.utils.data import DataLoader, DistributedSampler
 
     model = build_model(args, shape)
-    torch.manual_seed(mix_seed(args.seed, rank))  # this rank's dropout draws, as tl's EST `rank`
+    device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
+    if args.device == "cuda":
+        model.to(device)
+    # this rank's dropout draws, as tl's EST `rank` (manual_seed seeds cuda:0's generator too)
+    torch.manual_seed(mix_seed(args.seed, rank))
     # gloo cannot broadcast bool tensors (a GPT's causal mask): DDP leaves those buffers alone.
     # Each rank keeps its own copy; tl adopts EST 0's, the same where forward does not change them.
     bool_buffers = [name for name, b in model.named_buffers() if b.dtype == torch.bool]
     if bool_buffers:
         DDP._set_params_and_buffers_to_ignore_for_model(model, bool_buffers)
-    ddp = DDP(model, broadcast_buffers=True)
+    if args.device == "cuda":
+        ddp = DDP(model, device_ids=[0], broadcast_buffers=True)
+    else:
+        ddp = DDP(model, broadcast_buffers=True)
     fixed = None
     if averaging == "exact":
         ddp.register_comm_hook(state=None, hook=exact_average_hook)
@@ -395,6 +464,8 @@ def train(rank, args, averaging, data, shape):
         for x, y in loader:
             if step >= args.steps:
                 break
+            if args.device == "cuda":
+                x, y = x.to(device), y.to(device)
             opt.zero_grad()
             if args.micro_batches == 1:
                 loss, logits = score(args, ddp, x, y)
@@ -441,6 +512,8 @@ def train(rank, args, averaging, data, shape):
         with open(os.path.join(out, "summary.json"), "w") as f:
             summary = {"steps": step, "ranks": args.ranks, "averaging": averaging,
                        "params_sha256": params_sha256(model), "torch": torch.__version__}
+            if args.device == "cuda":
+                summary["cuda"] = cuda_settings(device)
             if fixed is not None:
                 summary["fixed_point_replays"] = fixed.replays
                 summary["elements_unlike_exact_per_step"] = fixed.unlike_exact
@@ -464,6 +537,18 @@ def main(argv):
         return 77
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     ddp_data.check(args.dataset, args.data_dir, args.token_dtype, args.seq_len)  # one clear error before any process starts
+    if args.device == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            print("ddp_reference: error: --device cuda: this python's torch (%s) sees no CUDA device" % torch.__version__,
+                  file=sys.stderr)
+            return 1
+        # The ranks' processes are spawned (a forked child cannot use CUDA safely; this process
+        # has asked the driver for its devices above); they inherit this environment, cuBLAS's
+        # workspace setting included.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        mp.start_processes(train_rank, args=(args, free_port()), nprocs=args.ranks, join=True, start_method="spawn")
+        return 0
     # fork: the ranks inherit the imported torch instead of importing it again each
     mp.start_processes(train_rank, args=(args, free_port()), nprocs=args.ranks, join=True, start_method="fork")
     return 0
