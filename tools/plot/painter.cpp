@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "common/check.h"
 
@@ -15,7 +16,44 @@ cairo_status_t appendToString(void* closure, const unsigned char* data, unsigned
   return CAIRO_STATUS_SUCCESS;
 }
 
+struct PngReader {
+  const std::string* bytes;
+  size_t at = 0;
+};
+
+cairo_status_t readFromString(void* closure, unsigned char* data, unsigned int length) {
+  auto* r = static_cast<PngReader*>(closure);
+  if (r->at + length > r->bytes->size()) return CAIRO_STATUS_READ_ERROR;
+  std::memcpy(data, r->bytes->data() + r->at, length);
+  r->at += length;
+  return CAIRO_STATUS_SUCCESS;
+}
+
 }  // namespace
+
+std::string tilePngs(const std::vector<std::string>& pngs, int columns) {
+  TL_REQUIRE(!pngs.empty() && columns >= 1, "tiling PNGs: none given, or fewer than one a row");
+  std::vector<std::unique_ptr<cairo_surface_t, void (*)(cairo_surface_t*)>> tiles;
+  for (size_t i = 0; i < pngs.size(); ++i) {
+    PngReader r{&pngs[i]};
+    tiles.emplace_back(cairo_image_surface_create_from_png_stream(readFromString, &r), cairo_surface_destroy);
+    TL_REQUIRE(cairo_surface_status(tiles.back().get()) == CAIRO_STATUS_SUCCESS, "tiling PNGs: image ", i,
+               " is not a PNG");
+  }
+  const int w = cairo_image_surface_get_width(tiles[0].get()), h = cairo_image_surface_get_height(tiles[0].get());
+  for (size_t i = 1; i < tiles.size(); ++i) {
+    TL_REQUIRE(cairo_image_surface_get_width(tiles[i].get()) == w &&
+                   cairo_image_surface_get_height(tiles[i].get()) == h,
+               "tiling PNGs: image ", i, " is not ", w, "x", h, " as the first");
+  }
+  const int rows = (int(tiles.size()) + columns - 1) / columns;
+  Canvas page(w * columns, h * rows);
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    cairo_set_source_surface(page.context(), tiles[i].get(), double(int(i) % columns * w), double(int(i) / columns * h));
+    cairo_paint(page.context());
+  }
+  return page.png();
+}
 
 Canvas::Canvas(int width, int height) {
   TL_CHECK(width >= 200 && height >= 150, "plot of ", width, "x", height, " is too small");

@@ -65,6 +65,10 @@ class Painter {
   double fontSize_;
 };
 
+// PNG images of one size tiled `columns` to a row, left to right then down, on white, as one
+// PNG. InputError when there is none, one is not a PNG, or their sizes differ.
+std::string tilePngs(const std::vector<std::string>& pngs, int columns);
+
 // Axis ticks: a step of 1, 2 or 5 times a power of ten giving at most `maxTicks` intervals
 // over [0, top].
 double niceTickStep(double top, int maxTicks);

@@ -1,9 +1,7 @@
 // The plot frame tl-sim's PNGs share (report.cpp, sweep_plot.cpp): a white page, axes with
 // ticks, a title, a legend of policies; callers draw series in data coordinates through x()/y().
-// Internal to tl_sched.
+// Drawn with tools/plot's canvas and painter. Internal to tl_sched.
 #pragma once
-
-#include <cairo.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +10,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "tools/plot/painter.h"
 #include "tools/sched/sim/report.h"
 #include "tools/submit/csv.h"
 
@@ -32,14 +31,8 @@ class Frame {
  public:
   Frame(int width, int height, double xTop, double yTop, const std::string& title,
         const std::string& xLabel, const std::string& yLabel, bool xLog = false, bool xTicks = true)
-      : width_(width), height_(height), xTop_(xTop), yTop_(yTop), xLog_(xLog) {
-    TL_CHECK(width >= 300 && height >= 200, "plot of ", width, "x", height, " is too small");
-    surface_ = cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height);
-    cr_ = cairo_create(surface_);
-    cairo_select_font_face(cr_, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-    cairo_set_font_size(cr_, 13);
-    cairo_set_source_rgb(cr_, 1, 1, 1);
-    cairo_paint(cr_);
+      : canvas_(checkedSize(width, height, width), checkedSize(width, height, height)),
+        p_(canvas_.context(), kFontSize), width_(width), height_(height), xTop_(xTop), yTop_(yTop), xLog_(xLog) {
     left_ = 80, right_ = width - 170, top_ = 45, bottom_ = height - 60;
     const double yStep = niceStep(yTop_, 6);
     for (double v = 0; v <= yTop_ + yStep / 2; v += yStep) {
@@ -63,17 +56,8 @@ class Frame {
     line(left_, bottom_, right_, bottom_, {0, 0, 0}, 2);
     text((left_ + right_) / 2, 20, title, 0.5);
     text((left_ + right_) / 2, height - 22, xLabel, 0.5);
-    cairo_save(cr_);
-    cairo_translate(cr_, 22, (top_ + bottom_) / 2);
-    cairo_rotate(cr_, -M_PI / 2);
-    text(0, 0, yLabel, 0.5);
-    cairo_restore(cr_);
+    p_.text(22, (top_ + bottom_) / 2, yLabel, colour({0, 0, 0}), 0.5, /*up=*/true);
   }
-  ~Frame() {
-    cairo_destroy(cr_);
-    cairo_surface_destroy(surface_);
-  }
-
   double x(double v) const {
     if (xLog_) return left_ + (right_ - left_) * std::log10(std::max(1.0, v)) / std::log10(xTop_);
     return left_ + (right_ - left_) * v / xTop_;
@@ -84,32 +68,14 @@ class Frame {
   double right() const { return right_; }
 
   void line(double x0, double y0, double x1, double y1, Rgb c, double width) {
-    cairo_set_source_rgb(cr_, c.r / 255.0, c.g / 255.0, c.b / 255.0);
-    cairo_set_line_width(cr_, width);
-    cairo_move_to(cr_, x0, y0);
-    cairo_line_to(cr_, x1, y1);
-    cairo_stroke(cr_);
+    p_.line(x0, y0, x1, y1, colour(c), width);
   }
   void polyline(const std::vector<std::pair<double, double>>& pts, Rgb c, double width) {
-    if (pts.size() < 2) return;
-    cairo_set_source_rgb(cr_, c.r / 255.0, c.g / 255.0, c.b / 255.0);
-    cairo_set_line_width(cr_, width);
-    cairo_set_line_join(cr_, CAIRO_LINE_JOIN_ROUND);
-    cairo_move_to(cr_, pts[0].first, pts[0].second);
-    for (size_t i = 1; i < pts.size(); ++i) cairo_line_to(cr_, pts[i].first, pts[i].second);
-    cairo_stroke(cr_);
+    p_.polyline(pts, colour(c), width);
   }
-  void box(double x0, double y0, double x1, double y1, Rgb c) {
-    cairo_set_source_rgb(cr_, c.r / 255.0, c.g / 255.0, c.b / 255.0);
-    cairo_rectangle(cr_, x0, y0, x1 - x0, y1 - y0);
-    cairo_fill(cr_);
-  }
+  void box(double x0, double y0, double x1, double y1, Rgb c) { p_.rectangle(x0, y0, x1 - x0, y1 - y0, colour(c)); }
   void text(double x, double y, const std::string& s, double ax, Rgb c = {0, 0, 0}) {
-    cairo_text_extents_t e;
-    cairo_text_extents(cr_, s.c_str(), &e);
-    cairo_set_source_rgb(cr_, c.r / 255.0, c.g / 255.0, c.b / 255.0);
-    cairo_move_to(cr_, x - ax * e.x_advance, y + 13 * 0.36);
-    cairo_show_text(cr_, s.c_str());
+    p_.text(x, y, s, colour(c), ax);
   }
   void legend(const std::vector<PolicyRun>& runs) {
     std::vector<std::string> names;
@@ -129,33 +95,26 @@ class Frame {
       row += 22;
     }
   }
-  std::string png() {
-    TL_CHECK(cairo_status(cr_) == CAIRO_STATUS_SUCCESS,
-             "cairo: ", cairo_status_to_string(cairo_status(cr_)));
-    std::string bytes;
-    const auto status = cairo_surface_write_to_png_stream(
-        surface_,
-        [](void* out, const unsigned char* data, unsigned int n) {
-          static_cast<std::string*>(out)->append(reinterpret_cast<const char*>(data), n);
-          return CAIRO_STATUS_SUCCESS;
-        },
-        &bytes);
-    TL_CHECK(status == CAIRO_STATUS_SUCCESS, "PNG encoding: ", cairo_status_to_string(status));
-    return bytes;
-  }
+  std::string png() { return canvas_.png(); }
 
  private:
+  static constexpr double kFontSize = 13;
+  static int checkedSize(int width, int height, int size) {
+    TL_CHECK(width >= 300 && height >= 200, "plot of ", width, "x", height, " is too small");
+    return size;
+  }
+  static tl::plot::Colour colour(Rgb c) { return {c.r, c.g, c.b}; }
   static std::string tick(double v) {
     if (v >= 1e6) return fixed(v / 1e6, 0) + "M";
     if (v >= 1e4) return fixed(v / 1e3, 0) + "k";
     return fixed(v, v == std::floor(v) ? 0 : 1);
   }
+  tl::plot::Canvas canvas_;
+  tl::plot::Painter p_;
   int width_, height_;
   double xTop_, yTop_;
   bool xLog_;
   double left_, right_, top_, bottom_;
-  cairo_surface_t* surface_;
-  cairo_t* cr_;
 };
 
 }  // namespace tl::sched::plot

@@ -1,6 +1,4 @@
 // bench_scheduler --sweep's plots: a line per policy against offered load, panels in a grid.
-#include <cairo.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -45,57 +43,8 @@ std::string loadSweepPng(const std::string& title, const std::string& yLabel,
   return f.png();
 }
 
-namespace {
-
-struct Reader {
-  const std::string* bytes;
-  size_t at = 0;
-};
-
-cairo_status_t readPng(void* closure, unsigned char* data, unsigned int n) {
-  auto* r = static_cast<Reader*>(closure);
-  if (r->at + n > r->bytes->size()) return CAIRO_STATUS_READ_ERROR;
-  std::memcpy(data, r->bytes->data() + r->at, n);
-  r->at += n;
-  return CAIRO_STATUS_SUCCESS;
-}
-
-}  // namespace
-
 std::string gridPng(const std::vector<std::string>& pngs, int columns) {
-  TL_CHECK(!pngs.empty() && columns >= 1, "a grid needs panels");
-  std::vector<cairo_surface_t*> panels;
-  for (const auto& png : pngs) {
-    Reader r{&png};
-    panels.push_back(cairo_image_surface_create_from_png_stream(readPng, &r));
-    TL_CHECK(cairo_surface_status(panels.back()) == CAIRO_STATUS_SUCCESS,
-             "grid: a panel is no PNG");
-  }
-  const int w = cairo_image_surface_get_width(panels[0]),
-            h = cairo_image_surface_get_height(panels[0]);
-  const int rows = (int(panels.size()) + columns - 1) / columns;
-  cairo_surface_t* page = cairo_image_surface_create(CAIRO_FORMAT_RGB24, w * columns, h * rows);
-  cairo_t* cr = cairo_create(page);
-  cairo_set_source_rgb(cr, 1, 1, 1);
-  cairo_paint(cr);
-  for (size_t i = 0; i < panels.size(); ++i) {
-    cairo_set_source_surface(cr, panels[i], double(int(i) % columns * w),
-                             double(int(i) / columns * h));
-    cairo_paint(cr);
-    cairo_surface_destroy(panels[i]);
-  }
-  std::string bytes;
-  const auto status = cairo_surface_write_to_png_stream(
-      page,
-      [](void* out, const unsigned char* data, unsigned int n) {
-        static_cast<std::string*>(out)->append(reinterpret_cast<const char*>(data), n);
-        return CAIRO_STATUS_SUCCESS;
-      },
-      &bytes);
-  cairo_destroy(cr);
-  cairo_surface_destroy(page);
-  TL_CHECK(status == CAIRO_STATUS_SUCCESS, "grid PNG: ", cairo_status_to_string(status));
-  return bytes;
+  return tl::plot::tilePngs(pngs, columns);
 }
 
 }  // namespace tl::sched
