@@ -54,14 +54,20 @@ inline std::vector<double> stepTimes(const std::string& dir) {
   return out;
 }
 
+// The median (the mean of the two middle values of an even count); 0 for none.
+inline double middleOf(std::vector<double> d) {
+  if (d.empty()) return 0;
+  std::sort(d.begin(), d.end());
+  const size_t n = d.size();
+  return n % 2 ? d[n / 2] : 0.5 * (d[n / 2 - 1] + d[n / 2]);
+}
+
 // Median duration of the steps after the first `skip` (warm-up, the first step's replay).
 inline double medianStepSeconds(const std::string& dir, size_t skip) {
   auto t = stepTimes(dir);
   std::vector<double> d;
   for (size_t i = std::max<size_t>(skip, 1); i < t.size(); ++i) d.push_back(t[i] - t[i - 1]);
-  if (d.empty()) return 0;
-  std::sort(d.begin(), d.end());
-  return d[d.size() / 2];
+  return middleOf(std::move(d));
 }
 
 // The records of one type ("step", "rescale", "plan", ...) in <dir>/metrics.jsonl, in order.
@@ -89,9 +95,7 @@ inline double medianStep(const std::map<int, double>& ends, int first, int last)
     auto a = ends.find(s - 1), b = ends.find(s);
     if (a != ends.end() && b != ends.end()) d.push_back(b->second - a->second);
   }
-  if (d.empty()) return 0;
-  std::sort(d.begin(), d.end());
-  return d[d.size() / 2];
+  return middleOf(std::move(d));
 }
 
 // A scratch folder for one benchmark, emptied first.
