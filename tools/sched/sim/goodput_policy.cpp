@@ -26,6 +26,7 @@
 #include <tuple>
 
 #include "common/check.h"
+#include "tools/sched/sim/goodput_steps.h"
 #include "tools/sched/sim/policy.h"
 
 namespace tl::sched {
@@ -33,11 +34,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-int sum(const Allocation& a) {
-  int n = 0;
-  for (int v : a) n += v;
-  return n;
-}
+int sum(const Allocation& a) { return goodput::gpus(a); }
 
 class Goodput : public Policy {
  public:
@@ -50,7 +47,7 @@ class Goodput : public Policy {
   std::string name() const override { return "goodput"; }
 
   std::vector<Allocation> allocate(double now, const std::vector<JobView>& jobs) override {
-    const auto weights = fairShareRates(jobs);
+    const auto weights = goodput::fairShareRates(model_, jobs);
     auto keep = plan(jobs, weights, /*keepRunning=*/true);
     const double t = options_.intervalSeconds;
     if (std::abs(now - t * std::round(now / t)) > 1e-6) return keep;
@@ -67,20 +64,6 @@ class Goodput : public Policy {
   }
 
  private:
-  // c_i: the job's rate at its fair share (the speedup's denominator).
-  std::vector<double> fairShareRates(const std::vector<JobView>& jobs) const {
-    const int total = model_.cluster().totalGpus();
-    const int n = std::max<int>(1, int(jobs.size()));
-    std::vector<double> c;
-    for (const auto& j : jobs) {
-      const int share = std::max(j.spec->minGpus, std::min(j.spec->maxGpus, total / n));
-      Allocation fair(model_.cluster().kinds.size(), 0);
-      fair[size_t(model_.kindsBySpeed(j.spec->model).front())] = share;
-      c.push_back(model_.rate(*j.spec, fair));
-    }
-    return c;
-  }
-
   // (waiting jobs, sum of c_i / charged rate_i): lexicographically smaller is better.
   std::pair<int, double> score(const std::vector<JobView>& jobs, const std::vector<double>& c,
                                const std::vector<Allocation>& alloc) const {
@@ -155,27 +138,11 @@ class Goodput : public Policy {
     }
   }
 
-  // The fewest GPUs of one kind that raise the job's rate, the kind with the largest fall of
-  // c / rate per GPU: (gain, kind, step); kind -1 when no step fits or helps.
+  // The step that grows the job most per GPU (goodput::bestStep) on the plain rate.
   std::tuple<double, int, int> bestStep(const JobSpec& job, double c, const std::vector<int>& free,
                                         Allocation& alloc) const {
-    const int room = job.maxGpus - sum(alloc);
-    const double now = model_.rate(job, alloc);
-    for (int step = 1; step <= room; ++step) {
-      int bestKind = -1;
-      double bestGain = 0;
-      for (size_t k = 0; k < free.size(); ++k) {
-        if (free[k] < step) continue;
-        alloc[k] += step;
-        const double rate = model_.rate(job, alloc);
-        alloc[k] -= step;
-        if (rate <= now * (1 + 1e-9)) continue;
-        const double gain = c * (1 / now - 1 / rate) / step;
-        if (gain > bestGain) bestGain = gain, bestKind = int(k);
-      }
-      if (bestKind >= 0) return {bestGain, bestKind, step};
-    }
-    return {0, -1, 0};
+    return goodput::bestStep(c, model_.rate(job, alloc), job.maxGpus - sum(alloc), free, alloc,
+                             [&](const Allocation& a) { return model_.rate(job, a); });
   }
 
   const ThroughputModel& model_;

@@ -36,6 +36,7 @@
 #include <tuple>
 
 #include "common/check.h"
+#include "tools/sched/sim/goodput_steps.h"
 #include "tools/sched/sim/policy.h"
 
 namespace tl::sched {
@@ -46,11 +47,7 @@ constexpr double kThresholds[] = {3600.0, 36000.0};  // GPU-seconds: Tiresias' l
 constexpr int kLevels = 3;
 constexpr double kSlack = 1e-6;
 
-int sum(const Allocation& a) {
-  int n = 0;
-  for (int v : a) n += v;
-  return n;
-}
+int sum(const Allocation& a) { return goodput::gpus(a); }
 
 int level(double attained) {
   int l = 0;
@@ -80,7 +77,7 @@ class HeteroGoodput : public Policy {
   std::string name() const override { return "hetero-goodput"; }
 
   std::vector<Allocation> allocate(double, const std::vector<JobView>& jobs) override {
-    const auto c = fairShareRates(jobs);
+    const auto c = goodput::fairShareRates(model_, jobs);
     std::vector<size_t> order(jobs.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -112,20 +109,6 @@ class HeteroGoodput : public Policy {
   }
 
  private:
-  std::vector<double> fairShareRates(const std::vector<JobView>& jobs) const {
-    const int total = model_.cluster().totalGpus();
-    const int n = std::max<int>(1, int(jobs.size()));
-    std::vector<double> c;
-    c.reserve(jobs.size());
-    for (const auto& j : jobs) {
-      const int share = std::max(j.spec->minGpus, std::min(j.spec->maxGpus, total / n));
-      Allocation fair(model_.cluster().kinds.size(), 0);
-      fair[size_t(model_.kindsBySpeed(j.spec->model).front())] = share;
-      c.push_back(model_.rate(*j.spec, fair));
-    }
-    return c;
-  }
-
   Score score(const std::vector<JobView>& jobs, const std::vector<double>& c,
               const std::vector<Allocation>& alloc) const {
     const double charged =
@@ -272,21 +255,8 @@ class HeteroGoodput : public Policy {
     if (room <= 0) return {0, -1, 0};
     const double now = chargedRate(job, alloc);
     if (!(now > 0)) return {0, -1, 0};
-    for (int step = 1; step <= room; ++step) {
-      int bestKind = -1;
-      double bestGain = 0;
-      for (size_t k = 0; k < free.size(); ++k) {
-        if (free[k] < step) continue;
-        alloc[k] += step;
-        const double rate = chargedRate(job, alloc);
-        alloc[k] -= step;
-        if (rate <= now * (1 + 1e-9)) continue;
-        const double gain = c * (1 / now - 1 / rate) / step;
-        if (gain > bestGain) bestGain = gain, bestKind = int(k);
-      }
-      if (bestKind >= 0) return {bestGain, bestKind, step};
-    }
-    return {0, -1, 0};
+    return goodput::bestStep(c, now, room, free, alloc,
+                             [&](const Allocation& a) { return chargedRate(job, a); });
   }
 
   const ThroughputModel& model_;
