@@ -50,22 +50,20 @@ rows = list(csv.DictReader(open(ddp_run + "/steps.csv")))
 ddp = {int(r["step"]): float(r["loss"]) for r in rows}
 if sorted(tl) != sorted(ddp) or len(tl) != 10:
     sys.exit("steps differ: tl %s, DDP %s" % (sorted(tl), sorted(ddp)))
-norms = {int(r["step"]): float(r["grad_norm"]) for r in rows if r.get("grad_norm") not in (None, "", "nan")}
-lrs = {int(r["step"]): float(r["lr"]) for r in rows if r.get("lr") not in (None, "")}
-if lrs:  # the learning rate each step used, as the optimizer got it
-    tl_lrs = {r["step"]: r.get("lr") for r in map(json.loads, open(tl_run + "/metrics.jsonl")) if r.get("type") == "step"}
-    bad = [s for s in sorted(lrs) if tl_lrs.get(s) != lrs[s]]
-    print("  lr: %d steps, first that differs: %s (DDP's first %r, last %r)"
-          % (len(lrs), bad[0] if bad else "none", lrs[min(lrs)], lrs[max(lrs)]))
-    if bad or len(lrs) != 10:
+tl_steps = [r for r in map(json.loads, open(tl_run + "/metrics.jsonl")) if r.get("type") == "step"]
+def same_per_step(column):  # a column DDP recorded, every step: tl must have each value exactly
+    ddp_values = {int(r["step"]): float(r[column]) for r in rows if r.get(column) not in (None, "", "nan")}
+    if not ddp_values:
+        return
+    tl_values = {r["step"]: r.get(column) for r in tl_steps}
+    bad = [s for s in sorted(ddp_values) if tl_values.get(s) != ddp_values[s]]
+    print("  %s: %d steps, first that differs: %s (DDP's first %r, last %r)"
+          % (column, len(ddp_values), bad[0] if bad else "none", ddp_values[min(ddp_values)],
+             ddp_values[max(ddp_values)]))
+    if bad or len(ddp_values) != 10:
         sys.exit(1)
-if norms:  # --clip-grad-norm: the norm before clipping, every step
-    tl_norms = {r["step"]: r.get("grad_norm") for r in map(json.loads, open(tl_run + "/metrics.jsonl")) if r.get("type") == "step"}
-    bad = [s for s in sorted(norms) if tl_norms.get(s) != norms[s]]
-    print("  grad_norm: %d steps, first that differs: %s (DDP's first %r, last %r)"
-          % (len(norms), bad[0] if bad else "none", norms[min(norms)], norms[max(norms)]))
-    if bad or len(norms) != 10:
-        sys.exit(1)
+same_per_step("lr")         # the learning rate each step used, as the optimizer got it
+same_per_step("grad_norm")  # with --clip-grad-norm: the norm before clipping
 diff = [s for s in sorted(tl) if tl[s] != ddp[s]]
 worst = max(abs(tl[s] - ddp[s]) / abs(tl[s]) for s in tl)
 same = json.load(open(tl_run + "/summary.json"))["params_sha256"] == json.load(open(ddp_run + "/summary.json"))["params_sha256"]
