@@ -237,6 +237,20 @@ void printGrows(int warmUp, const InPlaceRun& run) {
     std::printf("%5d %6d %8.2f %8.3f %9.3f %7.3f %7.3f %9.3f %8.3f %9.0f %9.0f %6.2f  %s\n", ++c, g.step, g.normal,
                 g.pause, g.inJob, g.boundary, g.communicators, g.layout, g.transfer, xfer, g.linkMbps,
                 g.linkMbps > 0 ? xfer / g.linkMbps : 0.0, procs.str().c_str());
+    // Where each process's first step (and second) on the new layout went: fibers and loader
+    // built, loader waited for, compute, exchanges (EstExecutor::StepSplit).
+    std::ostringstream split;
+    for (const auto& p : g.processes) {
+      if (!p.contains("data_wait_s")) continue;
+      const auto part = [&](const char* key, size_t i) { return p[key].get<std::vector<double>>().at(i); };
+      char one[160];
+      std::snprintf(one, sizeof one, "%s%d build %.2f wait %.2f/%.2f compute %.2f/%.2f exchange %.2f/%.2f  ",
+                    p["joined"].get<bool>() ? "J" : "S", p["rank"].get<int>(), part("start_round_s", 0),
+                    part("data_wait_s", 0), part("data_wait_s", 1), part("compute_s", 0), part("compute_s", 1),
+                    part("exchange_s", 0), part("exchange_s", 1));
+      split << one;
+    }
+    if (!split.str().empty()) std::printf("%5s first/second step: %s\n", "", split.str().c_str());
   }
 }
 

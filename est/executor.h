@@ -166,6 +166,13 @@ class EstExecutor {
   // memory one more EST holds here (LocalRound::bytesPerEst). 0 before the first step.
   double lastComputePerEst() const { return lastComputePerEst_; }
   double bytesPerEst() const { return bytesPerEst_; }
+  // Where the last step's wall time went on this process (seconds): building the ESTs' fibers
+  // and loader (only in a step after a layout change or at the start), waiting for the loader,
+  // computing (forward, backward, update) and exchanging (reduction, buffers, statistics).
+  struct StepSplit {
+    double startRound = 0, dataWait = 0, compute = 0, comm = 0, step = 0;
+  };
+  const StepSplit& lastStepSplit() const { return lastSplit_; }
   // --emulate-slowdown: this process's ESTs take `factor` times as long (timing only).
   void setEmulatedSlowdown(double factor);
 
@@ -213,6 +220,7 @@ class EstExecutor {
   double lastReplicaSeconds_ = 0;
   int64_t lastReplicaBytes_ = 0;
   double lastComputePerEst_ = 0;
+  StepSplit lastSplit_;
   double bytesPerEst_ = 0;
   double slowdown_ = 1.0;
   std::shared_ptr<c10::Event> updated_;  // GPU: recorded after the last update (markUpdated)

@@ -33,9 +33,11 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
   if (inJob() && stepsDone_ == 0) train::broadcastState(*replica_->model, *replica_->deviceComm, placement_.owner(0));
   try {
     while (inJob() && stepsDone_ < plan_.totalSteps) {
+      const auto r0 = Clock::now();
       if (!round_) startRound();
       const int64_t step = stepsDone_;
       const auto t0 = Clock::now();
+      const double waitBefore = loaderStats().waitSeconds;
       double reduceSeconds = 0;
       reduceOrReplay(step / plan_.stepsPerEpoch, reduceSeconds, record.result());
       record.beginStep(step / plan_.stepsPerEpoch, t0, lead());
@@ -90,6 +92,8 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
       s.commSeconds = reduceSeconds + secondsBetween(c0, c1);
       s.stepSeconds = secondsBetween(t0, c2);
       s.overlap = backend_->overlap();
+      lastSplit_ = StepSplit{secondsBetween(r0, t0), loaderStats().waitSeconds - waitBefore, s.computeSeconds,
+                             s.commSeconds, secondsBetween(r0, c2)};
       record.recordStep(s, lead());
       if (stepBoundary(observer, s.computeSeconds, local.samples, record.result()) == StepAction::Stop) break;
     }

@@ -219,9 +219,16 @@ void ElasticController::timeStep(int64_t stepsDone, est::EstExecutor& executor) 
   if (stepsDone <= t.changedAt) return;
   t.wall.push_back(secondsSince(t.start));
   t.cpu.push_back(processCpuSeconds() - t.cpuStart);
+  const est::EstExecutor::StepSplit& split = executor.lastStepSplit();
+  t.startRound.push_back(split.startRound);
+  t.dataWait.push_back(split.dataWait);
+  t.compute.push_back(split.compute);
+  t.exchange.push_back(split.comm);
   if (stepsDone < t.changedAt + 2) return;
   t.on = false;
-  const json mine = {{"rank", executor.comm().rank()}, {"joined", t.joined}, {"wall_s", t.wall}, {"cpu_s", t.cpu}};
+  const json mine = {{"rank", executor.comm().rank()}, {"joined", t.joined},     {"wall_s", t.wall},
+                     {"cpu_s", t.cpu},                {"start_round_s", t.startRound}, {"data_wait_s", t.dataWait},
+                     {"compute_s", t.compute},        {"exchange_s", t.exchange}};
   const std::vector<json> all = comm::allgatherJson(executor.comm(), mine);
   json record = {{"type", "rescale_steps"}, {"step", t.changedAt}, {"processes", all}};
   if (t.replicaBytes > 0) {

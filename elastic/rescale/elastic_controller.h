@@ -118,6 +118,9 @@ class ElasticController final : public est::StepObserver {
     std::chrono::steady_clock::time_point start;
     double cpuStart = 0;
     std::vector<double> wall, cpu;  // per step after the change
+    // The executor's split of the same steps (EstExecutor::StepSplit): fibers and loader built,
+    // loader waited for, compute, exchanges.
+    std::vector<double> startRound, dataWait, compute, exchange;
     int64_t replicaBytes = 0;       // one copy of the replica sent to the joiners (0: none)
   };
   double linkSeconds(int64_t bytes, est::EstExecutor& executor);
