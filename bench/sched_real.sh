@@ -12,8 +12,9 @@
 #     in-place pause that step 2's jobs measured as the rescale cost, its policies held to what
 #     real jobs can do as tl-sched holds them (--in-place-only);
 #  4. per job: real JCT, simulated JCT, error; the mean absolute percentage error;
-#  5. with --against P: steps 2-4 again under policy P on the same trace and profiles, and the
-#     two policies' real mean JCTs side by side.
+#  5. with --against P: steps 1, 3 and 4 again under policy P on the same trace (profiles
+#     measured again just before its run: the shared machine's speed drifts over minutes),
+#     and the two policies' real mean JCTs side by side.
 #
 # Jobs use a stand-in device (--device sim:RATE: each micro-batch takes batch/RATE s, no core
 # used), so the loaded 2-core machine disturbs them less than real training would.
@@ -54,30 +55,34 @@ FLAGS="--dataset cifar10 --data-dir $WORK/cifar --device sim:$RATE --seed 7 --lo
 MPI=(mpirun --oversubscribe --bind-to none)
 if [ "$(id -u)" -eq 0 ]; then MPI+=(--allow-run-as-root); fi
 
-# 1. Profiles.
+# 1. Profiles: measure_profiles TAG writes $WORK/profiles$TAG.csv and sets START_COST.
 PROFILE_STEPS=150
-echo "model,kind,gpus,samples_per_s" > "$WORK/profiles.csv"
-: > "$WORK/start_costs"
+measure_profiles() {
+local tag="$1" kind name slowdown p emulate out t0 t1 rate wall
+echo "model,kind,gpus,samples_per_s" > "$WORK/profiles$tag.csv"
+: > "$WORK/start_costs$tag"
 for kind in fast:1 slow:2; do
   name=${kind%%:*}
   slowdown=${kind##*:}
   for p in 1 2; do
     emulate=""
     if [ "$slowdown" != 1 ]; then emulate="--emulate-slowdown $(printf "$slowdown%.0s," $(seq $p) | sed 's/,$//')"; fi
-    out="$WORK/profile-$name-$p"
+    out="$WORK/profile$tag-$name-$p"
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
     "${MPI[@]}" -np "$p" "$BIN/tl-launch" --model $MODEL --batch $BATCH --logical-workers $ESTS \
       --steps $PROFILE_STEPS $FLAGS $emulate --control-bind none --output-dir "$out" >"$out.log" 2>&1
     t1=$(date +%s.%N)
     read -r rate wall < <(/usr/bin/python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print(s['images_per_s'], s['wall_time_s'])" "$out/summary.json")
-    echo "$MODEL,$name,$p,$rate" >> "$WORK/profiles.csv"
-    awk -v a="$t0" -v b="$t1" -v w="$wall" 'BEGIN { printf "%.3f\n", (b - a) - w }' >> "$WORK/start_costs"
+    echo "$MODEL,$name,$p,$rate" >> "$WORK/profiles$tag.csv"
+    awk -v a="$t0" -v b="$t1" -v w="$wall" 'BEGIN { printf "%.3f\n", (b - a) - w }' >> "$WORK/start_costs$tag"
   done
 done
-START_COST=$(awk '{ s += $1 } END { printf "%.2f", s / NR }' "$WORK/start_costs")
-echo "measured profiles (samples/s; start-up cost ${START_COST} s):"
-sed 's/^/  /' "$WORK/profiles.csv"
+START_COST=$(awk '{ s += $1 } END { printf "%.2f", s / NR }' "$WORK/start_costs$tag")
+echo "measured profiles$tag (samples/s; start-up cost ${START_COST} s):"
+sed 's/^/  /' "$WORK/profiles$tag.csv"
+}
+measure_profiles ""
 
 # 2. The trace: jobs of min 1, max 2 slots, N = 2 ESTs, work as seconds on one fast slot.
 fast1=$(awk -F, '$2=="fast" && $3==1 { print $4 }' "$WORK/profiles.csv")
@@ -99,13 +104,13 @@ echo "trace:"; sed 's/^/  /' "$WORK/trace.csv"
 # 3.-4. Real, simulated, and the comparison (one policy).
 SLOTS="fast:2,slow:2:2"
 run_policy() {
-  local policy="$1" real="$WORK/real-$1" sim="$WORK/sim-$1"
-  "$SCHED" --trace "$WORK/trace.csv" --slots "$SLOTS" --policy "$policy" --profiles "$WORK/profiles.csv" \
+  local policy="$1" profiles="$2" real="$WORK/real-$1" sim="$WORK/sim-$1"
+  "$SCHED" --trace "$WORK/trace.csv" --slots "$SLOTS" --policy "$policy" --profiles "$profiles" \
     --batch $BATCH --launch-flags "$FLAGS" --tick 0.5 --time-limit 1200 --out "$real" \
     > "$real.log" 2>&1 || { echo "tl-sched ($policy) failed:"; cat "$real.log"; exit 1; }
   local pause
   pause=$(awk -F, 'NR > 1 && $10 > 0 { s += $12 * $10; n += $10 } END { printf "%.2f", n ? s / n : 0 }' "$real/real_jobs.csv")
-  "$SIM" --trace "$WORK/trace.csv" --cluster fast:2,slow:2 --profiles "$WORK/profiles.csv" \
+  "$SIM" --trace "$WORK/trace.csv" --cluster fast:2,slow:2 --profiles "$profiles" \
     --policies "$policy" --in-place-only --rescale-cost "$pause" --start-cost "$START_COST" --out "$sim" >/dev/null
   echo
   if [ "$CONTENTION" = 1 ]; then
@@ -131,9 +136,13 @@ run_policy() {
       printf "\nmean absolute percentage error of per-job JCT: %.1f %% (target <= 15 %%)\n", 100 * sum / n
     }' "$real/real_jobs.csv" "$sim/jobs_$policy.csv"
 }
-run_policy "$POLICY"
+run_policy "$POLICY" "$WORK/profiles.csv"
 if [ -n "$AGAINST" ]; then
-  run_policy "$AGAINST"
+  # The machine's speed drifts over minutes (other users): the second policy gets profiles
+  # measured just before its run, as the first did (the trace stays the same).
+  echo
+  measure_profiles "-$AGAINST"
+  run_policy "$AGAINST" "$WORK/profiles-$AGAINST.csv"
   echo
   awk -F, -v a="$POLICY" -v b="$AGAINST" '
     FNR == 1 { file++; next }
