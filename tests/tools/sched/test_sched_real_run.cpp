@@ -142,6 +142,8 @@ std::string runAndCheck(const std::string& name, const std::string& policy, cons
     EXPECT_EQ(mine["params_sha256"], ref["params_sha256"]) << want.id;
     EXPECT_EQ(std::stoi(real[i].at("rescales")), mine["inplace_rescales"].get<int>()) << want.id;
     rescales += std::stoi(real[i].at("rescales"));
+    // A refused rescale (a job that just finished training) is not retried every poll.
+    EXPECT_LE(std::stoi(real[i].at("failed_rescales")), 2) << want.id << "\n" << events;
     // The record agrees with itself and with tl-sim's columns.
     const double arrival = std::stod(jobs[i].at("arrival_s")), start = std::stod(jobs[i].at("start_s")),
                  finish = std::stod(jobs[i].at("finish_s"));
