@@ -213,6 +213,64 @@ TEST(SchedPolicies, HeteroGoodputGivesALongRunningJobsGpuToANewOneAndMixesKinds)
   EXPECT_NEAR(run("hetero-goodput", cluster("fast:1,slow:1"), mixed).jobs[0].jct(), 20, 1e-9);
 }
 
+SimResult runInPlace(const std::string& policy, const ClusterSpec& cluster,
+                     const std::vector<JobSpec>& jobs) {
+  ThroughputModel model(cluster, linearProfiles());
+  PolicyOptions o;
+  o.inPlaceOnly = true;
+  auto p = makePolicy(policy, model, o);
+  return simulate(jobs, model, *p, {});
+}
+
+TEST(SchedPolicies, HeteroGoodputInPlaceNeitherMixesKindsNorMovesNorPreempts) {
+  // What tl-sched's real jobs can do (PolicyOptions::inPlaceOnly); rescales cost nothing here.
+  // Kinds: M (3 ESTs) on fast:1,slow:1 mixes them at 15/s otherwise (300 in 20 s); in place it
+  // holds the fast GPU alone, 3 ESTs on it at 10/s: 30 s.
+  const std::vector<JobSpec> mixed{job("M", 0, 300, 1, 2, "default", 3)};
+  EXPECT_NEAR(run("hetero-goodput", cluster("fast:1,slow:1"), mixed).jobs[0].jct(), 20, 1e-9);
+  EXPECT_NEAR(runInPlace("hetero-goodput", cluster("fast:1,slow:1"), mixed).jobs[0].jct(), 30, 1e-9);
+  // Moves: A (1000 samples) takes fast at 0, B (1000, at 1 s) slow; at 100 s A ends. Otherwise
+  // B moves to fast: 495 done at 5/s, 505 left at 10/s: ends at 150.5 (JCT 149.5). In place
+  // it stays on slow: 1000 / 5 = 200 s.
+  const std::vector<JobSpec> two{job("A", 0, 1000, 1, 1), job("B", 1, 1000, 1, 1)};
+  auto moved = run("hetero-goodput", cluster("fast:1,slow:1"), two);
+  EXPECT_NEAR(moved.jobs[1].jct(), 149.5, 1e-9);
+  EXPECT_EQ(moved.jobs[1].rescales, 1);
+  auto kept = runInPlace("hetero-goodput", cluster("fast:1,slow:1"), two);
+  EXPECT_NEAR(kept.jobs[0].jct(), 100, 1e-9);
+  EXPECT_NEAR(kept.jobs[1].jct(), 200, 1e-9);
+  EXPECT_EQ(kept.jobs[1].rescales, 0);
+  // Preemption: the least-attained-service trace above. In place B waits for A, as in FIFO.
+  const std::vector<JobSpec> las{job("A", 0, 50000, 1, 1), job("B", 4000, 100, 1, 1)};
+  auto fifo = runInPlace("hetero-goodput", cluster("fast:1"), las);
+  EXPECT_NEAR(fifo.jobs[0].jct(), 5000, 1e-9);
+  EXPECT_NEAR(fifo.jobs[1].jct(), 1010, 1e-9);
+  EXPECT_EQ(fifo.jobs[0].rescales, 0);
+  // It still shrinks in place for an arrival and grows back: fast:2, A (2000, 2 ESTs, 1..2)
+  // at 20/s; B (100, 1 GPU) at 10 s: A shrinks to 1 (200 done), B runs 10 s (JCT 10), A does
+  // 100 more at 10/s and grows back at 20 s: 1700 left at 20/s, ends at 105.
+  const std::vector<JobSpec> arrival{job("A", 0, 2000, 1, 2, "default", 2), job("B", 10, 100, 1, 1)};
+  auto shrunk = runInPlace("hetero-goodput", cluster("fast:2"), arrival);
+  EXPECT_NEAR(shrunk.jobs[0].jct(), 105, 1e-9);
+  EXPECT_NEAR(shrunk.jobs[1].jct(), 10, 1e-9);
+  EXPECT_EQ(shrunk.jobs[0].rescales, 2);
+}
+
+TEST(SchedPolicies, InPlaceOnlyIsRefusedByPoliciesThatCannotHonourIt) {
+  ThroughputModel model(cluster("fast:1"), linearProfiles());
+  PolicyOptions o;
+  o.inPlaceOnly = true;
+  for (const char* name : {"las", "elastic-hetero", "goodput"}) {
+    try {
+      makePolicy(name, model, o);
+      ADD_FAILURE() << name << " accepted inPlaceOnly";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("policy ") + name), std::string::npos) << e.what();
+    }
+  }
+  for (const char* name : {"yarn-cs", "elastic", "hetero-goodput"}) EXPECT_NO_THROW(makePolicy(name, model, o));
+}
+
 TEST(SchedPolicies, ThroughputModelFollowsTheProfilesAndThePlannerRule) {
   ThroughputModel model(cluster("fast:4,slow:4"), linearProfiles());
   JobSpec j = job("j", 0, 1, 1, 4, "default", 4);

@@ -227,6 +227,16 @@ TEST(SchedTool, ReplaysATraceAndRejectsBadRowsWithTheirLines) {
   auto unknown = runSim("--trace " + dir + "/good.csv --cluster fast:1 --policies fifo --out " + dir + "/u");
   EXPECT_EQ(unknown.status, 2);
   EXPECT_NE(unknown.output.find("unknown policy 'fifo'"), std::string::npos) << unknown.output;
+  // --in-place-only: the policies tl-sched can run, by default; the others are refused.
+  auto inPlace = runSim("--trace " + dir + "/good.csv --cluster fast:1,slow:1 --in-place-only --out " + dir + "/ip");
+  ASSERT_EQ(inPlace.status, 0) << inPlace.output;
+  for (const char* p : {"yarn-cs", "elastic", "hetero-goodput"})
+    EXPECT_TRUE(tl::fileExists(dir + "/ip/jobs_" + std::string(p) + ".csv")) << p;
+  EXPECT_FALSE(tl::fileExists(dir + "/ip/jobs_las.csv"));
+  auto refused = runSim("--trace " + dir + "/good.csv --cluster fast:1 --in-place-only --policies goodput --out " +
+                        dir + "/r");
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_NE(refused.output.find("policy goodput moves jobs between kinds"), std::string::npos) << refused.output;
   auto noProfile = runSim("--trace " + dir + "/good.csv --cluster tpu:4 --out " + dir + "/n");
   EXPECT_EQ(noProfile.status, 2);
   EXPECT_NE(noProfile.output.find("no profile for model cnn on GPU kind tpu"), std::string::npos)

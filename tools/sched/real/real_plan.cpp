@@ -67,22 +67,18 @@ std::vector<std::string> shrinkArgv(const RealJobSettings& s, const std::string&
 }
 
 void requireRealPolicy(const std::string& policy) {
-  if (policy == "yarn-cs" || policy == "elastic") return;
+  if (policy == "yarn-cs" || policy == "elastic" || policy == "hetero-goodput") return;
   if (policy == "las")
-    inputError("policy las preempts jobs; tl-sched runs yarn-cs or elastic (a real job's rank 0 "
-               "cannot be moved or stopped in place)");
+    inputError("policy las preempts jobs; tl-sched runs hetero-goodput, elastic or yarn-cs (a "
+               "real job's rank 0 cannot be moved or stopped in place)");
   if (policy == "elastic-hetero")
-    inputError("policy elastic-hetero mixes slot kinds in one job; tl-sched runs yarn-cs or elastic "
-               "(a job emulates one kind's speed on all its processes)");
+    inputError("policy elastic-hetero mixes slot kinds in one job; tl-sched runs hetero-goodput, "
+               "elastic or yarn-cs (a job emulates one kind's speed on all its processes)");
   if (policy == "goodput")
     inputError(
-        "policy goodput moves jobs between slot kinds and mixes them; tl-sched runs yarn-cs "
-        "or elastic");
-  if (policy == "hetero-goodput")
-    inputError(
-        "policy hetero-goodput mixes slot kinds, moves jobs and preempts by attained service; "
-        "tl-sched runs yarn-cs or elastic (tl-sim's default is not yet tl-sched's)");
-  inputError("unknown policy '", policy, "' for tl-sched (it runs yarn-cs or elastic)");
+        "policy goodput moves jobs between slot kinds and mixes them; tl-sched runs "
+        "hetero-goodput (goodput's objective, in place), elastic or yarn-cs");
+  inputError("unknown policy '", policy, "' for tl-sched (it runs hetero-goodput, elastic or yarn-cs)");
 }
 
 void checkRealTrace(const std::vector<JobSpec>& jobs, const SlotTable& slots) {
@@ -104,9 +100,30 @@ Allocation heldBy(const RealJobState& job, const SlotTable& table) {
   return a;
 }
 
+std::string unrealisable(const Allocation& want, const RealJobState& job, const SlotTable& table) {
+  TL_CHECK_EQ(want.size(), table.kinds().size());
+  std::vector<std::string> kinds;
+  for (size_t k = 0; k < want.size(); ++k)
+    if (want[k] > 0) kinds.push_back(table.kinds()[k].name);
+  std::string given;
+  for (size_t k = 0; k < want.size(); ++k)
+    if (want[k] > 0) given += (given.empty() ? "" : " + ") + std::to_string(want[k]) + " " + table.kinds()[k].name;
+  if (job.slots.empty())
+    return kinds.size() > 1 ? "given " + given + ": a job runs on one kind" : "";
+  const int kind = table.kindOf(job.slots[0]);
+  const std::string& own = table.kinds()[size_t(kind)].name;
+  if (kinds.empty()) return "given no slot: a running job cannot be preempted in place";
+  if (kinds.size() > 1 || kinds[0] != own)
+    return "given " + given + ": it runs on " + own + " (rank 0 stays)";
+  if (want[size_t(kind)] > job.spec->maxGpus) return "given " + given + ": more than max_gpus";
+  return "";
+}
+
 std::vector<RealAction> realise(const std::vector<Allocation>& want,
-                                const std::vector<RealJobState>& jobs, SlotTable& table) {
+                                const std::vector<RealJobState>& jobs, SlotTable& table,
+                                std::vector<std::string>* unrealised) {
   TL_CHECK_EQ(want.size(), jobs.size());
+  if (unrealised) unrealised->assign(jobs.size(), "");
   std::vector<RealAction> shrinks, takes;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const RealJobState& j = jobs[i];
@@ -114,6 +131,7 @@ std::vector<RealAction> realise(const std::vector<Allocation>& want,
     TL_CHECK_EQ(w.size(), table.kinds().size());
     const std::string& id = j.spec->id;
     if (j.busy) continue;
+    if (unrealised) (*unrealised)[i] = unrealisable(w, j, table);
     if (j.slots.empty()) {
       // A start: the kind the policy gave most of (single-kind policies give one).
       int kind = -1;

@@ -5,8 +5,10 @@
 // What a real job can do (docs/design/elasticity.md, "In-place rescale: the protocol"): rank 0 never leaves, so a
 // running job keeps the kind of its first slot and is never preempted; new processes join
 // last and ranks that stay keep their order. A job emulates one kind's speed (every rank gets
-// that kind's slowdown), so a job's processes are all of one kind: the policies tl-sched runs
-// are the single-kind ones (yarn-cs, elastic). A grow only goes onto slots that are free now.
+// that kind's slowdown), so a job's processes are all of one kind. The policies tl-sched runs
+// are yarn-cs and elastic (single-kind) and hetero-goodput built with
+// PolicyOptions::inPlaceOnly (it asks only for what real jobs can do). A grow only goes onto
+// slots that are free now.
 #pragma once
 
 #include <string>
@@ -62,11 +64,20 @@ struct RealAction {
   std::vector<int> removeRanks; // Shrink: the ranks that leave (their slots stay owned until done)
 };
 
+// Why a job cannot be given `want` as it stands (empty when it can, leaving aside which slots
+// are free now): several kinds; for a running job another kind than rank 0's, no slot at all
+// (a preemption) or more than max_gpus.
+std::string unrealisable(const Allocation& want, const RealJobState& job, const SlotTable& table);
+
 // The actions that move the jobs towards `want` (one allocation per state, as the policy
 // returned it) within what real jobs can do; takes the slots of starts and grows in `table`.
 // Shrinks come first in the list; the slots they free are not used before they are given back.
+// What cannot be carried out is held to what can (a running job stays on its kind with
+// max(1, min)..max of it; a start takes the kind given most); `unrealised`, if given, gets one
+// entry per job: unrealisable()'s reason, empty for jobs carried out as asked or left alone.
 std::vector<RealAction> realise(const std::vector<Allocation>& want,
-                                const std::vector<RealJobState>& jobs, SlotTable& table);
+                                const std::vector<RealJobState>& jobs, SlotTable& table,
+                                std::vector<std::string>* unrealised = nullptr);
 
 // The policy's view of the jobs' current holdings (GPUs per kind).
 Allocation heldBy(const RealJobState& job, const SlotTable& table);

@@ -40,6 +40,9 @@ struct Job {
   int ctlCount = 0;
   bool arrived = false, finished = false;
   double attained = 0;
+  std::string unrealised;  // the last ask tl-sched could not carry out as it stood (events.csv)
+  bool stoppedServing = false;  // its control channel went away: it is ending, never rescaled again
+  double retryAfter = 0;        // after a failed rescale: no other before this time
 };
 
 std::string fixed3(double v) {
@@ -102,7 +105,7 @@ class Runner {
         }
         if (j.mpirun > 0) changed |= pollJob(now, j, done);
         if (j.ctl.pid > 0) changed |= pollCtl(now, j);
-        if (j.mpirun > 0 && !j.state.serving &&
+        if (j.mpirun > 0 && !j.state.serving && !j.stoppedServing &&
             fileExists(joinPath(j.record.dir, "control.json"))) {
           j.state.serving = changed = true;
           event(now, j, "serving", "");
@@ -205,6 +208,14 @@ class Runner {
       event(now, j, "rescaled", std::to_string(j.ctl.from) + " -> " + std::to_string(j.state.slots.size()));
     } else {
       ++j.record.failedRescales;
+      // A job that has finished training refuses (or no longer serves control): it is left
+      // to end. Any other failure is retried no sooner than a tick later (not at once: the
+      // failure is itself an event, and an immediate retry would repeat every poll).
+      if (!fileExists(joinPath(j.record.dir, "control.json"))) {
+        j.state.serving = false;
+        j.stoppedServing = true;
+      }
+      j.retryAfter = now + std::max(1.0, o_.tickSeconds);
       if (a.kind == RealAction::Grow)
         for (int s : a.slots) slots_.release(s, j.record.id);
       event(now, j, "rescale failed", "tl-ctl exit " + std::to_string(e.exitCode) + ", see logs/" +
@@ -234,10 +245,20 @@ class Runner {
       v.started = j.mpirun > 0;
       views.push_back(v);
       states.push_back(j.state);
+      if (now < j.retryAfter) states.back().busy = true;  // left alone after a failed rescale
     }
     if (active.empty()) return;
     const auto want = policy_.allocate(now, views);
-    for (const RealAction& a : realise(want, states, slots_)) carryOut(now, jobs_[active[a.job]], a);
+    std::vector<std::string> unrealised;
+    const auto actions = realise(want, states, slots_, &unrealised);
+    for (size_t i = 0; i < active.size(); ++i) {
+      Job& j = jobs_[active[i]];
+      if (states[i].busy || unrealised[i] == j.unrealised) continue;
+      // Recorded once per change: the policy asked for what a real job cannot do.
+      j.unrealised = unrealised[i];
+      if (!j.unrealised.empty()) event(now, j, "unrealisable", j.unrealised);
+    }
+    for (const RealAction& a : actions) carryOut(now, jobs_[active[a.job]], a);
   }
 
   void carryOut(double now, Job& j, const RealAction& a) {

@@ -45,6 +45,8 @@ struct RealRunResult {
 
 // Runs the trace (sorted by arrival) to the end. InputError for a policy tl-sched cannot carry
 // out or a job that can never run; a job that fails is recorded as failed and the rest go on.
+// hetero-goodput is meant to be built with PolicyOptions::inPlaceOnly (tl-sched does); built
+// without, its moves, mixed kinds and preemptions are held back and recorded as unrealisable.
 RealRunResult runReal(const std::vector<JobSpec>& trace, SlotTable& slots, Policy& policy,
                       const RealRunOptions& options);
 

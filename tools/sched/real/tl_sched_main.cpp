@@ -20,12 +20,15 @@ constexpr const char* kSummary =
     "Runs a job trace as real tl jobs under one scheduling policy: starts each job with\n"
     "`mpirun tl-launch` (N ESTs = its max_gpus unless the trace says, --steps from its work),\n"
     "grows and shrinks it in place with `tl-ctl rescale`, one process per slot.\n"
-    "Run as: tl-sched --trace jobs.csv --slots fast:2,slow:2:2 --policy elastic --out DIR \\\n"
+    "Run as: tl-sched --trace jobs.csv --slots fast:2,slow:2:2 --out DIR \\\n"
     "          --launch-flags '--dataset cifar10 --data-dir D --device sim:400'\n"
     "\n"
     "Slots are NAME:COUNT[:SLOWDOWN]: a kind's processes run with tl-launch\n"
-    "--emulate-slowdown SLOWDOWN. Policies: yarn-cs, elastic (a real job keeps its first slot's\n"
-    "kind: rank 0 never leaves). --profiles is what the policy believes of speeds (tl-sim's\n"
+    "--emulate-slowdown SLOWDOWN. A real job runs on one kind and keeps it (rank 0 never\n"
+    "leaves), is never preempted, shrinks by its last ranks and grows onto free slots.\n"
+    "Policies: hetero-goodput (the default, as in tl-sim: goodput's objective, decided at every\n"
+    "event, here asked only for what real jobs can do: tl-sim --in-place-only), elastic,\n"
+    "yarn-cs. --profiles is what the policy believes of speeds (tl-sim's\n"
     "format); default: linear in processes, 1/SLOWDOWN per kind. Writes DIR/jobs.csv (tl-sim's\n"
     "columns), DIR/real_jobs.csv (status, rescales, pauses, params_sha256), DIR/events.csv,\n"
     "DIR/summary.csv, DIR/allocation.png, and each job's output in DIR/jobs/ID, logs in\n"
@@ -46,7 +49,7 @@ tl::sched::ProfileSet linearProfiles(const std::vector<tl::sched::JobSpec>& trac
 int runSched(int argc, char** argv) {
   using namespace tl;
   using namespace tl::sched;
-  std::string tracePath, slotsText, policyName = "elastic", profilesPath, out, launchFlags;
+  std::string tracePath, slotsText, policyName = "hetero-goodput", profilesPath, out, launchFlags;
   RealRunOptions options;
   const std::string here = submit::executableDir();
   // Installed, the tools share a folder; in the build tree tl-sched is one below the others.
@@ -57,7 +60,7 @@ int runSched(int argc, char** argv) {
   auto app = cli::makeApp(kProgram, kSummary);
   app->add_option("--trace", tracePath, "the job trace (tl-sim's CSV columns; required)");
   app->add_option("--slots", slotsText, "slot kinds NAME:COUNT[:SLOWDOWN],... (required)");
-  app->add_option("--policy", policyName, "yarn-cs or elastic")->capture_default_str();
+  app->add_option("--policy", policyName, "hetero-goodput, elastic or yarn-cs")->capture_default_str();
   app->add_option("--profiles", profilesPath, "the policy's speed profiles (tl-sim's format)");
   app->add_option("--launch-flags", launchFlags,
                   "more tl-launch flags for every job, blank-separated (data set, device, ...)");
@@ -93,7 +96,9 @@ int runSched(int argc, char** argv) {
              ": holds an earlier tl-sched run (jobs/); give a new folder");
   options.outDir = out;
   const ThroughputModel model(cluster, profiles);
-  auto policy = makePolicy(policyName, model);
+  PolicyOptions policyOptions;
+  policyOptions.inPlaceOnly = true;  // what it asks is what real jobs can do
+  auto policy = makePolicy(policyName, model, policyOptions);
 
   const RealRunResult r = runReal(trace, slots, *policy, options);
   writeFileAtomic(joinPath(out, "jobs.csv"), jobsCsv(r.run));

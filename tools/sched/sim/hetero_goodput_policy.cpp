@@ -29,6 +29,13 @@
 // elastic-hetero, and freed GPUs are handed out at once, not at the next tick as in goodput.
 // Re-planning at every event, not only when a job waits, matters on mixed kinds: a newcomer
 // then gets a fast GPU from a job that holds more than it gains from, not a slow free one.
+//
+// In place only (PolicyOptions::inPlaceOnly, what tl-sched's real jobs can do): a job holds
+// one kind; a started job keeps its kind and is never preempted. Then `fresh` first gives
+// every running job max(1, min_gpus) of its own kind, a waiting job is admitted on the fastest
+// kind with its min_gpus free, the greedy steps stay on the job's kind, and nothing is moved
+// (`upgrade` is off). Without preemption a job crossing a level changes nothing (waiting jobs
+// never attained service), so there are no decisions between events either.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -89,6 +96,7 @@ class HeteroGoodput : public Policy {
   }
 
   double nextDecisionTime(double now, const std::vector<JobView>& jobs) const override {
+    if (options_.inPlaceOnly) return kInf;
     // No periodic tick: between events the plan's inputs (active jobs, their GPUs) do not
     // change, so re-planning would return the same allocation. Only a running job crossing a
     // level while another waits may change who holds GPUs.
@@ -136,7 +144,20 @@ class HeteroGoodput : public Policy {
         out[i] = jobs[i].current;
         for (size_t k = 0; k < free.size(); ++k) free[k] -= out[i][k];
       }
-    admit(jobs, order, free, out);
+    else if (options_.inPlaceOnly)
+      for (size_t i = 0; i < jobs.size(); ++i) {
+        const int kind = kindHeld(jobs[i]);
+        if (kind < 0) continue;
+        // Never preempted, never moved: at least max(1, min_gpus) of the kind it runs on
+        // (it holds that many now, so the running jobs' floors always fit).
+        out[i][size_t(kind)] = std::max(1, jobs[i].spec->minGpus);
+        free[size_t(kind)] -= out[i][size_t(kind)];
+        TL_CHECK_GE(free[size_t(kind)], 0);
+      }
+    if (options_.inPlaceOnly)
+      admitOnOneKind(jobs, order, free, out);
+    else
+      admit(jobs, order, free, out);
 
     grow(jobs, c, free, out);
     if (upgrade(jobs, free, out)) grow(jobs, c, free, out);
@@ -148,6 +169,7 @@ class HeteroGoodput : public Policy {
   // not left there once a fast one is free; growth alone never moves it). True if any moved.
   bool upgrade(const std::vector<JobView>& jobs, std::vector<int>& free,
                std::vector<Allocation>& out) const {
+    if (options_.inPlaceOnly) return false;  // a real job's rank 0 never leaves its kind
     bool moved = false;
     for (size_t i = 0; i < jobs.size(); ++i) {
       if (sum(out[i]) == 0) continue;
@@ -236,6 +258,36 @@ class HeteroGoodput : public Policy {
       }
   }
 
+  // In place only: the kind a started job runs on (it holds one, and keeps it); -1 for a job
+  // that has not started.
+  int kindHeld(const JobView& job) const {
+    if (!job.started) return -1;
+    int kind = -1;
+    for (size_t k = 0; k < job.current.size(); ++k)
+      if (job.current[k] > 0) {
+        TL_CHECK(kind < 0, "hetero-goodput (in place): job ", job.spec->id, " holds several kinds");
+        kind = int(k);
+      }
+    TL_CHECK(kind >= 0, "hetero-goodput (in place): started job ", job.spec->id, " holds nothing");
+    return kind;
+  }
+
+  // In place only: waiting jobs in priority order, each at min_gpus on the fastest kind that
+  // has them free (a job whose minimum fits no kind waits; later ones may still start).
+  void admitOnOneKind(const std::vector<JobView>& jobs, const std::vector<size_t>& order,
+                      std::vector<int>& free, std::vector<Allocation>& out) const {
+    for (size_t i : order) {
+      if (sum(out[i]) > 0) continue;
+      const int need = jobs[i].spec->minGpus;
+      for (int k : model_.kindsBySpeed(jobs[i].spec->model))
+        if (free[size_t(k)] >= need) {
+          out[i][size_t(k)] = need;
+          free[size_t(k)] -= need;
+          break;
+        }
+    }
+  }
+
   // The job's rate on `alloc`, charged the in-place pause when a started job would change.
   double chargedRate(const JobView& job, const Allocation& alloc) const {
     const double rate = model_.rate(*job.spec, alloc);
@@ -249,13 +301,21 @@ class HeteroGoodput : public Policy {
   // still beats the rate it has.
   std::tuple<double, int, int> bestStep(const JobView& job, double c, const std::vector<int>& free,
                                         Allocation& alloc) const {
+    // In place only, a step stays on the one kind the job holds.
+    std::vector<int> own;
+    if (options_.inPlaceOnly) {
+      own.assign(free.size(), 0);
+      for (size_t k = 0; k < free.size(); ++k)
+        if (alloc[k] > 0) own[k] = free[k];
+    }
+    const std::vector<int>& usable = options_.inPlaceOnly ? own : free;
     int mostFree = 0;
-    for (int f : free) mostFree = std::max(mostFree, f);
+    for (int f : usable) mostFree = std::max(mostFree, f);
     const int room = std::min(job.spec->maxGpus - sum(alloc), mostFree);  // a step is one kind
     if (room <= 0) return {0, -1, 0};
     const double now = chargedRate(job, alloc);
     if (!(now > 0)) return {0, -1, 0};
-    return goodput::bestStep(c, now, room, free, alloc,
+    return goodput::bestStep(c, now, room, usable, alloc,
                              [&](const Allocation& a) { return chargedRate(job, a); });
   }
 

@@ -271,6 +271,17 @@ const std::vector<std::string>& policyNames() {
 
 std::unique_ptr<Policy> makePolicy(const std::string& name, const ThroughputModel& model,
                                    const PolicyOptions& options) {
+  if (options.inPlaceOnly) {
+    if (name == "las")
+      inputError("policy las preempts jobs, which a real job cannot do in place (rank 0 cannot be "
+                 "moved or stopped); in-place policies: yarn-cs, elastic, hetero-goodput");
+    if (name == "elastic-hetero")
+      inputError("policy elastic-hetero mixes kinds in one job, which a real job cannot (its "
+                 "processes emulate one kind); in-place policies: yarn-cs, elastic, hetero-goodput");
+    if (name == "goodput")
+      inputError("policy goodput moves jobs between kinds and mixes them, which a real job cannot "
+                 "do in place; in-place policies: yarn-cs, elastic, hetero-goodput");
+  }
   if (name == "yarn-cs") return std::make_unique<YarnCapacity>(model);
   if (name == "las") return std::make_unique<LeastAttainedService>(model);
   if (name == "elastic") return std::make_unique<Elastic>(model, false);

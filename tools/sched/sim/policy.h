@@ -45,10 +45,17 @@ struct PolicyOptions {
   double rescaleCostSeconds = 0;  // the pause an allocation change costs (goodput and
                                   // hetero-goodput charge it)
   double intervalSeconds = 60;    // goodput's and hetero-goodput's re-optimisation period
+  // Only what a real tl job can do in place (tl-sched, docs/design/real-mode-scheduling.md):
+  // a job holds one kind; once started it keeps that kind (rank 0 never leaves) and is never
+  // preempted (it keeps at least max(1, min_gpus)). hetero-goodput honours it exactly;
+  // yarn-cs and elastic are single-kind and ignore it (elastic can still ask a running job to
+  // move when an earlier waiting job takes its kind; tl-sched then keeps it where it is and
+  // records the ask, real_plan.h); makePolicy refuses it for las, elastic-hetero and goodput.
+  bool inPlaceOnly = false;
 };
 
 // "yarn-cs", "las", "elastic", "elastic-hetero", "goodput", "hetero-goodput" (tl's default).
-// InputError for another name.
+// InputError for another name, or for inPlaceOnly with a policy that cannot honour it.
 std::unique_ptr<Policy> makePolicy(const std::string& name, const ThroughputModel& model,
                                    const PolicyOptions& options = {});
 const std::vector<std::string>& policyNames();

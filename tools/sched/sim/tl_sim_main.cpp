@@ -34,6 +34,9 @@ constexpr const char* kSummary =
     "the arrival window (util-a). Trace columns: "
     "id,arrival_s,model,work_samples,min_gpus,max_gpus\n"
     "[,request_gpus][,ests][,queue]; profiles: model,kind,gpus,samples_per_s (see README).\n"
+    "--in-place-only: the policies do only what tl-sched's real jobs can (one kind per job,\n"
+    "kept once started, no preemption: yarn-cs, elastic, hetero-goodput; the default list\n"
+    "becomes those three), to predict a tl-sched run.\n"
     "`tl-sim resources --help`: GPUs, CPU cores and cache memory scheduled together.";
 
 int runSim(int argc, char** argv) {
@@ -44,6 +47,7 @@ int runSim(int argc, char** argv) {
   double rescaleCost = 0, startCost = 0, load = 0;
   int64_t seed = 1;
   int jobs = 0, grow = 0;
+  bool inPlaceOnly = false;
   auto app = cli::makeApp(kProgram, kSummary);
   app->add_option("--preset", presetName, "a generated trace: pollux, easyscale or large");
   app->add_option("--trace", tracePath, "a trace CSV to replay instead of a preset");
@@ -67,6 +71,8 @@ int runSim(int argc, char** argv) {
               "presets: 4; 1: max = request)",
               1, 64);
   cli::addInt(*app, "--jobs", &jobs, "with --preset: this many jobs instead of the preset's", 1, 10000000);
+  app->add_flag("--in-place-only", inPlaceOnly,
+                "policies ask only for what tl-sched's real jobs can do (see above)");
   app->add_option("--out", out, "output folder (required)");
   if (!cli::parse(*app, argc, argv)) return cli::kExitOk;
 
@@ -108,6 +114,7 @@ int runSim(int argc, char** argv) {
   if (!queues.empty()) cluster.queues = parseQueues(queues, "--queues");
   checkTraceFits(trace, cluster);
   profiles.requireCovers(cluster, trace);
+  if (inPlaceOnly && app->count("--policies") == 0) policies = "yarn-cs,elastic,hetero-goodput";
   std::vector<std::string> names;
   for (const auto& name : cli::splitBlanks([&] {
          std::string s = policies;
@@ -117,7 +124,8 @@ int runSim(int argc, char** argv) {
     names.push_back(name);
   TL_REQUIRE(!names.empty(), "--policies: no policy given");
   const ThroughputModel model(cluster, profiles);
-  const PolicyOptions policyOptions{rescaleCost};
+  PolicyOptions policyOptions{rescaleCost};
+  policyOptions.inPlaceOnly = inPlaceOnly;
   for (const auto& name : names)
     makePolicy(name, model, policyOptions);  // unknown names fail first
   ensureWritableDir(out);
