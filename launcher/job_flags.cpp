@@ -294,12 +294,19 @@ void addRunFlags(std::vector<LaunchFlag>& t) {
   t.push_back(string("output-dir", kRun, "folder for metrics.jsonl and summary.json", "/tmp/out", TL_FIELD(job.outputDir)));
   t.push_back(toggle("eval", kRun, "evaluate on the test set after every epoch", TL_FIELD(job.eval), true));
   // Periodic validation (docs/guide/gpt-recipe.md).
-  t.push_back(integer<int64_t>("eval-every", kRun,
-                               "validate every S optimizer steps (after steps S, 2S, ...): the mean loss of "
-                               "--eval-batches fixed batches of the test split, the same on every placement, as "
-                               "{\"type\":\"eval\",\"step\",\"val_loss\"} in metrics.jsonl (tokens: also "
-                               "val_ppl); it changes no training bit [off]",
-                               "50", TL_FIELD(job.evalEvery), 1));
+  t.push_back(custom(
+      "eval-every", kRun,
+      "periodic validation: every S (this value) optimizer steps, after steps S, 2S, ..., the mean loss of "
+      "--eval-batches fixed batches of the test split, the same on every placement, recorded in metrics.jsonl as "
+      "{\"type\": \"eval\", \"step\": S, \"val_loss\": ...} (tokens: also val_ppl); it changes no training "
+      "bit [off]",
+      "50",
+      [](LaunchOptions& o, const std::string& v) {
+        const int64_t x = parseInt(v, "--eval-every");
+        if (x < 1) inputError("--eval-every: must be at least 1, got ", x);
+        o.job.evalEvery = x;
+      },
+      [](const LaunchOptions& o) { return o.job.evalEvery > 0 ? text(o.job.evalEvery) : std::string(); }));
   t.push_back(custom(
       "eval-batches", kRun,
       "--eval-every: the validation batches, of --batch samples each: the test split's first B batches "
