@@ -44,6 +44,7 @@ EstExecutor::Parts ExecutorBuilder::parts() {
   // Running out of memory in any of these is one line naming the part (train::whileBuilding).
   train::whileBuilding("the data loader", [&] { p.data = train::openJobData(config); });
   train::adaptModelToData(config, *p.data.train);
+  if (config.evalEvery > 0) train::resolveEvalBatches(config, *p.data.test);  // --eval-batches
 
   // Same seed on every process: identical initial parameters (DDP then broadcasts rank 0's).
   torch::manual_seed(config.seed);

@@ -11,7 +11,10 @@
 #include "est/executor.h"
 #include "est/loader_tuning.h"
 #include "est/local_round.h"
+#include "est/periodic_validation.h"
 #include "est/run_recorder.h"
+#include "runtime/models/state_dict_io.h"
+#include "runtime/models/torchscript_model.h"
 #include "runtime/train/evaluate.h"
 #include "runtime/train/step.h"
 
@@ -28,6 +31,21 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
     };
   }
   RunRecorder record(config_, plan_, metrics, std::move(evaluate), stepsDone_);
+  // --eval-every: validation after the update of every S-th step and before the boundary's
+  // observer (a checkpoint there, or a rescale, comes after it; a run resumed from that
+  // checkpoint validates next at step 2S). It reads the parameters and changes nothing.
+  PeriodicValidation validation(config_, stepsDone_, lead());
+  const PeriodicValidation::Score score = [this] {
+    train::EvalOptions eo;
+    eo.workers = config_.workers;
+    eo.device = replica_->device;
+    return train::evaluateBatchLosses(*replica_->model, data_.test, *host_, config_.evalBatches, config_.batch, eo);
+  };
+  const PeriodicValidation::Save save = [this](const std::string& path) {
+    models::saveStateDict(*replica_->model, path);
+    models::saveTorchScript(*replica_->model, models::torchScriptSavePath(path));  // --model-file
+    return train::paramsSha256(*replica_->model);
+  };
   retiredLoaders_ = data::LoaderStats{};
   // DDP's start: every member takes the parameters and buffers of EST 0's owner.
   if (inJob() && stepsDone_ == 0) train::broadcastState(*replica_->model, *replica_->deviceComm, placement_.owner(0));
@@ -95,6 +113,7 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
       lastSplit_ = StepSplit{secondsBetween(r0, t0), loaderStats().waitSeconds - waitBefore, s.computeSeconds,
                              s.commSeconds, secondsBetween(r0, c2)};
       record.recordStep(s, lead());
+      if (validation.due(stepsDone_) && data_.test) validation.validate(stepsDone_, score, save, metrics, lead());
       if (stepBoundary(observer, s.computeSeconds, local.samples, record.result()) == StepAction::Stop) break;
     }
   } catch (...) {
@@ -105,6 +124,11 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
   const data::LoaderStats ls = loaderStats();
   endRound();
   result.paramsSha256 = train::paramsSha256(*replica_->model);
+  if (const auto& best = validation.best()) {
+    result.hasBest = true;
+    result.bestStep = best->step;
+    result.bestValLoss = best->valLoss;
+  }
   result.loaderWorkers = ls.workers;
   result.loaderBusySeconds = ls.workerBusySeconds;
   result.loaderImages = ls.images;

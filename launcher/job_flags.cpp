@@ -293,6 +293,36 @@ void addRunFlags(std::vector<LaunchFlag>& t) {
   addAutoPlacementFlags(t);
   t.push_back(string("output-dir", kRun, "folder for metrics.jsonl and summary.json", "/tmp/out", TL_FIELD(job.outputDir)));
   t.push_back(toggle("eval", kRun, "evaluate on the test set after every epoch", TL_FIELD(job.eval), true));
+  // Periodic validation (docs/guide/gpt-recipe.md).
+  t.push_back(custom(
+      "eval-every", kRun,
+      "periodic validation: every S (this value) optimizer steps, after steps S, 2S, ..., the mean loss of "
+      "--eval-batches fixed batches of the test split, the same on every placement, recorded in metrics.jsonl as "
+      "{\"type\": \"eval\", \"step\": S, \"val_loss\": ...} (tokens: also val_ppl); it changes no training "
+      "bit [off]",
+      "50",
+      [](LaunchOptions& o, const std::string& v) {
+        const int64_t x = parseInt(v, "--eval-every");
+        if (x < 1) inputError("--eval-every: must be at least 1, got ", x);
+        o.job.evalEvery = x;
+      },
+      [](const LaunchOptions& o) { return o.job.evalEvery > 0 ? text(o.job.evalEvery) : std::string(); }));
+  t.push_back(custom(
+      "eval-batches", kRun,
+      "--eval-every: the validation batches, of --batch samples each: the test split's first B batches "
+      "[" + std::to_string(kDefaultEvalBatches) + ", or as many as the split holds]",
+      "8",
+      [](LaunchOptions& o, const std::string& v) {
+        const int64_t x = parseInt(v, "--eval-batches");
+        if (x < 1) inputError("--eval-batches: must be at least 1, got ", x);
+        o.job.evalBatches = x;
+      },
+      [](const LaunchOptions& o) { return o.job.evalBatches > 0 ? text(o.job.evalBatches) : std::string(); }));
+  t.push_back(toggle("keep-best", kRun,
+                     "--eval-every: also write the model of the lowest validation loss so far to "
+                     "<output-dir>/best/ (model.pt, and model.torchscript.pt with --model-file; best.json), "
+                     "and its step to summary.json's best",
+                     TL_FIELD(job.keepBest), true));
   t.push_back(string("save-model", kRun, "write the model's state dict (torch.load-able) here at the end; with --model-file also the "
                      "trained module as TorchScript, beside it as <name>.torchscript.pt", "/tmp/m.pt",
                      TL_FIELD(job.saveModel)));

@@ -56,6 +56,7 @@ bool checkJob(const std::vector<std::string>& args, int worldSize, int localRank
   train::JobData data;
   train::whileBuilding("the data loader", [&] { data = train::openJobData(job); });
   train::adaptModelToData(job, *data.train);
+  if (job.evalEvery > 0) train::resolveEvalBatches(job, *data.test);  // more batches than the split holds
   std::shared_ptr<models::Model> model;
   train::whileBuilding(train::describeModel(job.model), [&] { model = models::createModel(job.model); });
   train::checkModelOnData(*model, job.model, *data.train, c10::Device(c10::kCPU));

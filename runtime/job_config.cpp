@@ -118,6 +118,14 @@ void validate(const JobConfig& c) {
   TL_REQUIRE(c.microBatches >= 1, "--micro-batches: must be at least 1, got ", c.microBatches);
   TL_REQUIRE(c.batch % c.microBatches == 0, "--micro-batches ", c.microBatches, ": --batch ", c.batch,
              " is not divisible by it (each EST's batch is cut into equal pieces)");
+  TL_REQUIRE(c.evalEvery >= 0, "--eval-every: must be at least 1, got ", c.evalEvery);
+  TL_REQUIRE(c.evalBatches >= 0, "--eval-batches: must be at least 1, got ", c.evalBatches);
+  TL_REQUIRE(c.evalBatches == 0 || c.evalEvery > 0,
+             "--eval-batches: needs --eval-every (the steps between validations)");
+  TL_REQUIRE(!c.keepBest || c.evalEvery > 0,
+             "--keep-best: needs --eval-every (the best model is the one of the lowest validation loss)");
+  TL_REQUIRE(!c.keepBest || !c.outputDir.empty(),
+             "--keep-best: needs --output-dir (the best model goes to <output-dir>/best/)");
   TL_REQUIRE(c.weightDecayOn == "all" || c.weightDecayOn == "matrices", "--weight-decay-on: unknown value '",
              c.weightDecayOn, "' (expected all or matrices)");
 }
@@ -177,6 +185,11 @@ nlohmann::json toJson(const RunSettings& s) {
   j["overlap"] = s.overlap;
   j["output_dir"] = s.outputDir;
   j["eval"] = s.eval;
+  if (s.evalEvery > 0) {  // absent: off (and older jobs)
+    j["eval_every"] = s.evalEvery;
+    j["eval_batches"] = s.evalBatches;
+    j["keep_best"] = s.keepBest;
+  }
   j["log_every"] = s.logEvery;
   j["collective_timeout_s"] = s.collectiveTimeoutSeconds;
   return j;
@@ -273,6 +286,9 @@ RunSettings runSettingsFromJson(const nlohmann::json& j) {
     s.overlap = j.value("overlap", RunSettings{}.overlap);  // older checkpoints have none
     s.outputDir = j.at("output_dir");
     s.eval = j.at("eval");
+    s.evalEvery = j.value("eval_every", int64_t(0));
+    s.evalBatches = j.value("eval_batches", int64_t(0));
+    s.keepBest = j.value("keep_best", false);
     s.logEvery = j.at("log_every");
     s.collectiveTimeoutSeconds = j.value("collective_timeout_s", RunSettings{}.collectiveTimeoutSeconds);
     return s;

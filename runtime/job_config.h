@@ -110,12 +110,23 @@ struct RunSettings {
 
   std::string outputDir;       // metrics.jsonl, summary.json
   bool eval = false;           // test-set evaluation after every epoch
+  // Periodic validation (--eval-every, docs/guide/gpt-recipe.md): after every
+  // evalEvery-th step the mean loss of the test split's first evalBatches batches of `batch`
+  // samples, the same value on every placement; 0: off. evalBatches 0: the default
+  // (kDefaultEvalBatches, or fewer when the split holds fewer). keepBest: also write the model
+  // of the lowest validation loss to <outputDir>/best/.
+  int64_t evalEvery = 0;
+  int64_t evalBatches = 0;
+  bool keepBest = false;
   std::string saveModel;       // write the final (or, with --steps 0, initial) state dict here
   int64_t logEvery = 10;       // progress line every this many steps
   // A collective not completed by every process within this many seconds ends the job, naming
   // the processes that did not join it (a stopped or hung rank).
   double collectiveTimeoutSeconds = 600;
 };
+
+// --eval-batches when not given: nanoGPT evaluates 200 batches, a smaller default for small jobs.
+constexpr int64_t kDefaultEvalBatches = 20;
 
 // collectiveTimeoutSeconds as a duration, rounded to milliseconds (at least 1).
 std::chrono::milliseconds collectiveTimeout(const RunSettings& settings);

@@ -1,5 +1,7 @@
 #include "runtime/train/data_setup.h"
 
+#include <algorithm>
+
 #include "common/check.h"
 #include "dataload/array_dataset.h"
 #include "dataload/resized_crop.h"
@@ -27,7 +29,7 @@ JobData openImageFolderData(const JobConfig& config) {
       data::openDataset(config.dataset, config.dataDir, data::Split::Train, trainOptions);
   out.train = std::make_shared<data::SamplePipeline>(out.trainImages, data::makeResizedCrop(crop),
                                                      config.seed);
-  if (config.eval) {
+  if (config.eval || config.evalEvery > 0) {
     out.test = std::make_shared<data::SamplePipeline>(
         data::openDataset(config.dataset, config.dataDir, data::Split::Test, options),
         data::makeResizedCrop(eval), config.seed);
@@ -42,7 +44,7 @@ JobData openArrayData(const JobConfig& config) {
   options.tokenDtype = config.tokenDtype;
   JobData out;
   out.train = data::openArrayDataset(config.dataset, config.dataDir, data::Split::Train, options);
-  if (config.eval) {
+  if (config.eval || config.evalEvery > 0) {
     out.test = data::openArrayDataset(config.dataset, config.dataDir, data::Split::Test, options);
     data::checkSplitsMatch(config.dataset, *out.train, *out.test);
   }
@@ -62,13 +64,24 @@ JobData openJobData(const JobConfig& config) {
   out.trainImages = train;
   out.train = std::make_shared<data::SamplePipeline>(
       train, std::shared_ptr<const data::Transform>(data::makeCropFlipNormalize(aug)), config.seed);
-  if (config.eval) {
+  if (config.eval || config.evalEvery > 0) {
     std::shared_ptr<const data::Dataset> test =
         data::openDataset(config.dataset, config.dataDir, data::Split::Test);
     out.test = std::make_shared<data::SamplePipeline>(
         test, std::shared_ptr<const data::Transform>(data::makeNormalize(aug.norm)), config.seed);
   }
   return out;
+}
+
+void resolveEvalBatches(JobConfig& config, const data::SampleSource& test) {
+  if (config.evalEvery <= 0) return;
+  const int64_t samples = test.size();
+  const int64_t holds = samples / config.batch;
+  TL_REQUIRE(holds >= 1, "--eval-every: the test split holds ", samples,
+             " samples, fewer than one validation batch of --batch ", config.batch);
+  if (config.evalBatches == 0) config.evalBatches = std::min(kDefaultEvalBatches, holds);
+  TL_REQUIRE(config.evalBatches <= holds, "--eval-batches ", config.evalBatches, ": the test split holds ", samples,
+             " samples, ", holds, " batches of --batch ", config.batch, " (at most --eval-batches ", holds, ")");
 }
 
 void adaptModelToData(JobConfig& config, const data::SampleSource& train) {

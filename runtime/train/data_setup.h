@@ -10,7 +10,7 @@ namespace tl::train {
 
 struct JobData {
   std::shared_ptr<const data::SampleSource> train;
-  std::shared_ptr<const data::SampleSource> test;  // null unless config.eval
+  std::shared_ptr<const data::SampleSource> test;  // null unless config.eval or evalEvery
   // The image dataset under `train` (its sample cache, its skipped corrupt samples); null for
   // the array datasets.
   std::shared_ptr<const data::Dataset> trainImages;
@@ -29,5 +29,10 @@ JobData openJobData(const JobConfig& config);
 // and size; any other shape feeds the mlp flattened (channels = its element count, size 1).
 // InputError naming the dataset and the model when they do not fit.
 void adaptModelToData(JobConfig& config, const data::SampleSource& train);
+
+// --eval-every: resolves --eval-batches against the test split (the default: kDefaultEvalBatches,
+// or as many as the split holds when fewer), so that the summary, checkpoints and joining
+// processes carry the count; InputError naming --eval-batches when the split holds fewer.
+void resolveEvalBatches(JobConfig& config, const data::SampleSource& test);
 
 }  // namespace tl::train

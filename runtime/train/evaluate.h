@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include <c10/core/Device.h>
 
@@ -23,5 +24,19 @@ struct EvalOptions {
 // training mode.
 BatchStats evaluate(models::Model& model, std::shared_ptr<const data::SampleSource> test,
                     comm::Communicator& comm, const EvalOptions& options);
+
+// Periodic validation's fixed batches: batch b (0 <= b < `batches`) is the test split's samples
+// [b * batchSize, (b + 1) * batchSize). Rank r of P scores batches r, r + P, ... in eval mode
+// without gradients; returns every batch's mean loss (the float the loss gives, as a double),
+// in batch order, on every rank. Each batch's loss depends on the batch and the parameters
+// only, not on P or on which rank scored it, so the caller's sum in batch order is the same
+// double on every placement. The model's training mode and the default CPU generator's state
+// are as they were: evaluating changes nothing the training reads.
+std::vector<double> evaluateBatchLosses(models::Model& model, std::shared_ptr<const data::SampleSource> test,
+                                        comm::Communicator& comm, int64_t batches, int64_t batchSize,
+                                        const EvalOptions& options);
+
+// Their mean: the sum in batch order, divided by the count.
+double meanInOrder(const std::vector<double>& losses);
 
 }  // namespace tl::train

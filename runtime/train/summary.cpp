@@ -28,6 +28,7 @@ nlohmann::json summaryJson(const TrainResult& r, const JobConfig& config, const 
   j["images_per_s"] = r.imagesPerSecond;
   j["wall_time_s"] = r.wallSeconds;
   j["params_sha256"] = r.paramsSha256;
+  if (r.hasBest) j["best"] = {{"step", r.bestStep}, {"val_loss", r.bestValLoss}};  // --keep-best
   j["processes"] = info.processes;
   j["logical_workers"] = info.logicalWorkers;
   j["placement"] = info.placement;

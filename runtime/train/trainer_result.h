@@ -28,6 +28,10 @@ struct TrainResult {
   double imagesPerSecond = 0;  // all workers together, over this run
   double wallSeconds = 0;
   std::string paramsSha256;
+  // --keep-best: the step and validation loss of the model kept in <output-dir>/best/.
+  bool hasBest = false;
+  int64_t bestStep = 0;
+  double bestValLoss = 0;
   std::vector<EpochSummary> epochs;
   // Where the time went over this run, for throughput models (tl-profile, the coordinator).
   double computeSeconds = 0;

@@ -1,7 +1,8 @@
 """TorchScript modules for tests/launcher/test_own_model.cpp, exported with the system PyTorch.
 
   own_models.py export DIR     writes the modules (and the bad inputs) into DIR
-  own_models.py verify TS SD   checks that the TorchScript module TS holds the state dict SD
+  own_models.py verify TS SD [tokens]   checks that the TorchScript module TS holds the state dict SD
+                                        (and runs on images, or on token ids)
 
 Exit 77 (CTest's skip) when this python has no torch.
 """
@@ -100,7 +101,7 @@ def export(out):
         f.write(whole[: len(whole) // 2])
 
 
-def verify(scripted, state_dict):
+def verify(scripted, state_dict, inputs="images"):
     module = torch.jit.load(scripted)
     saved = torch.load(state_dict, weights_only=False)
     mine = module.state_dict()
@@ -112,7 +113,9 @@ def verify(scripted, state_dict):
             print("tensor differs:", name)
             return 1
     x = torch.zeros(2, 3, 32, 32)
-    if len(module.forward.schema.arguments) > 2:  # forward(self, inputs, targets): returns its loss
+    if inputs == "tokens":  # a language model on 8 token ids a sample, returning its loss
+        module(torch.zeros(2, 8, dtype=torch.long), torch.zeros(2, 8, dtype=torch.long))  # it still runs
+    elif len(module.forward.schema.arguments) > 2:  # forward(self, inputs, targets): returns its loss
         module(x, torch.zeros(2, dtype=torch.long))  # it still runs
     else:
         module(x)  # it still runs
@@ -124,6 +127,6 @@ if __name__ == "__main__":
     if sys.argv[1] == "export":
         export(sys.argv[2])
     elif sys.argv[1] == "verify":
-        sys.exit(verify(sys.argv[2], sys.argv[3]))
+        sys.exit(verify(*sys.argv[2:5]))
     else:
-        sys.exit("usage: own_models.py export DIR | verify TS SD")
+        sys.exit("usage: own_models.py export DIR | verify TS SD [tokens]")

@@ -40,6 +40,7 @@ Example exampleOf(const LaunchFlag& flag) {
   if (flag.name == "decay-steps") extra = {"--lr-schedule", "cosine"};  // constant does not decay
   if (flag.name == "model-returns") extra = {"--model-file", "/etc/os-release"};  // a file-model setting
   if (flag.name == "checkpoint-every" || flag.name == "stop-at-step") extra = {"--output-dir", "/tmp/out"};
+  if (flag.name == "eval-batches" || flag.name == "keep-best") extra = {"--eval-every", "10", "--output-dir", "/tmp/out"};
   Example e{base, base};
   e.after.insert(e.after.end(), extra.begin(), extra.end());
   e.after.push_back("--" + flag.name);
