@@ -70,6 +70,9 @@ void writeCandidateAfter(const std::exception& e) {
   gRecovery->leave();  // the executor goes away with the unwinding
 }
 
+// tl-run's in-place launches learn of a failing process from this (mpirun exits 0 regardless).
+void noteExitStatus(int status) { tl::elastic::noteExitStatus(std::getenv(tl::elastic::kExitFileEnv), status); }
+
 int localRankFromEnvironment() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
     if (const char* v = std::getenv(name)) return std::atoi(v);
@@ -286,7 +289,7 @@ int main(int argc, char** argv) {
   // tells tl-run its status through a file (tl::elastic::noteExitStatus).
   try {
     const int rc = runLaunch(argc, argv);
-    tl::elastic::noteExitStatus(rc);
+    noteExitStatus(rc);
     if (tl::elastic::recoveredInPlace()) {
       // The world communicator still has the lost members: MPI_Finalize would wait for them.
       std::fflush(stdout);
@@ -297,21 +300,21 @@ int main(int argc, char** argv) {
     return rc;
   } catch (const tl::JobWideInputError& e) {
     if (e.reports()) tl::launcher::printError(kProgram, e.what());
-    tl::elastic::noteExitStatus(2);
+    noteExitStatus(2);
     tl::comm::MpiSession::abortJob(2);
   } catch (const tl::InputError& e) {
     tl::launcher::printError(kProgram, e.what());
-    tl::elastic::noteExitStatus(2);
+    noteExitStatus(2);
     tl::comm::MpiSession::abortJob(2);
   } catch (const tl::TimeoutError& e) {
     // A hung (or lost) member: this one survives it; tl-run resumes from the copies (written
     // by runLaunch as the error left the training).
     tl::launcher::printError(kProgram, e.what());
-    tl::elastic::noteExitStatus(1);
+    noteExitStatus(1);
     tl::comm::MpiSession::abortJob(1);
   } catch (const std::exception& e) {
     tl::launcher::printError(kProgram, e.what());
-    tl::elastic::noteExitStatus(1);
+    noteExitStatus(1);
     tl::comm::MpiSession::abortJob(1);
   }
 }

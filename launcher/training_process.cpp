@@ -106,6 +106,11 @@ std::vector<elastic::Member> recoveryMembers(const elastic::MemberList& list) {
 
 }  // namespace
 
+bool inPlaceArmed() {
+  const char* v = std::getenv(elastic::kInPlaceEnv);
+  return v != nullptr && std::string(v) == "1";
+}
+
 int TrainingProcess::startLaunched(est::EstExecutor& executor, std::unique_ptr<elastic::RecoveryGuard>& recovery) {
   const elastic::JoinOffer& offer = controller_.offer();
   executor.setEmulatedSlowdown(offer.autoPlacement.slowdownFor(membership_.host->rank(), executor.stepsDone()));
@@ -119,7 +124,7 @@ int TrainingProcess::startLaunched(est::EstExecutor& executor, std::unique_ptr<e
   recovery_->setMetrics(lead_ ? &metrics_ : nullptr);
   recovery_->start(executor);
   recovery_->watchTermination();
-  if (elastic::inPlaceArmed()) recovery_->watchMembers();
+  if (inPlaceArmed()) recovery_->watchMembers();
   followMembers();
   if (lead_) recovery_->setStatusSink([this](const nlohmann::json& c) { controller_.annotateStatus("recovery", c); });
   return 0;
@@ -136,7 +141,7 @@ void TrainingProcess::startJoined(elastic::JoinedProcess& joined, comm::ParentLi
   recovery_->watchTermination();
   followMembers();
   recovery_->setMembers(recoveryMembers(controller_.members()));  // as of the join
-  if (elastic::inPlaceArmed()) recovery_->watchMembers();
+  if (inPlaceArmed()) recovery_->watchMembers();
 }
 
 // The guard's member table follows in-place rescales: tl-run names a lost process started by a
@@ -165,7 +170,7 @@ int TrainingProcess::trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, con
     } catch (const comm::MembersLost&) {
       // Under tl-run with in place armed: the survivors go on in their processes (or, when that
       // cannot work, this process writes its copy for a restart and exits).
-      if (!recovery_ || !elastic::inPlaceArmed()) throw;
+      if (!recovery_ || !inPlaceArmed()) throw;
       elastic::recoverInPlace(
           *recovery_, *membership_.host, executor,
           [this](std::unique_ptr<comm::Communicator> survivors) -> comm::Communicator& {

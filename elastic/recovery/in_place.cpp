@@ -95,15 +95,9 @@ est::JobState broadcastState(comm::Communicator& comm, int root, const est::JobS
 
 }  // namespace
 
-bool inPlaceArmed() {
-  const char* v = std::getenv(kInPlaceEnv);
-  return v != nullptr && std::string(v) == "1";
-}
-
 bool recoveredInPlace() { return gRecovered.load(); }
 
-void noteExitStatus(int status) {
-  const char* path = std::getenv(kExitFileEnv);
+void noteExitStatus(const char* path, int status) {
   if (status == 0 || path == nullptr || *path == 0) return;
   const int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return;

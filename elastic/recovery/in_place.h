@@ -25,14 +25,13 @@
 
 namespace tl::elastic {
 
-// tl-run armed in-place recovery for this process (kInPlaceEnv in its environment).
-bool inPlaceArmed();
 // This process lost a peer and went on: MPI_Finalize would wait for the lost member, so the
 // process must end with _exit once its output is flushed (tl-launch's main does).
 bool recoveredInPlace();
-// Under tl-run with in place armed: appends a non-zero exit status to kExitFileEnv's file
-// (mpirun --enable-recovery exits 0 whatever its processes' statuses). Any thread.
-void noteExitStatus(int status);
+// Under tl-run with in place armed (kInPlaceEnv, read by tl-launch): appends a non-zero exit
+// status to `path` (kExitFileEnv's file; mpirun --enable-recovery exits 0 whatever its
+// processes' statuses). Nothing when `path` is null or empty. Any thread.
+void noteExitStatus(const char* path, int status);
 
 // Takes the survivors' communicator (raw), keeps it for the job, and returns what the executor
 // is to be given for it (the usage recorder's view, or itself).
