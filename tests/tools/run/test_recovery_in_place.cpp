@@ -15,6 +15,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "common/clock.h"
 #include "tests/support/rank_processes.h"
@@ -81,21 +82,22 @@ class InPlaceRecovery : public ::testing::Test {
     return hash;
   }
 
-  // Kills a non-lead rank of the 3 running `out` `delayMs` after step `after` was logged; returns
-  // {the step logged at the kill, the kill's Unix time}.
-  static std::pair<int64_t, double> killNonLead(const std::string& out, int64_t after, int delayMs) {
-    EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= after && rankProcesses(out).size() == 3u; }, 120));
+  // Kills `victims` non-lead ranks of the `processes` running `out`, `delayMs` after step `after`
+  // was logged; returns {the step logged at the kill, the kill's Unix time}.
+  static std::pair<int64_t, double> killNonLead(const std::string& out, int64_t after, int delayMs,
+                                                size_t processes = 3, size_t victims = 1) {
+    EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= after && rankProcesses(out).size() == processes; }, 120));
     const int64_t step = lastStep(out);
     std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
     const pid_t lead = leadProcess(out);
-    pid_t victim = 0;
+    std::vector<pid_t> chosen;
     for (pid_t pid : rankProcesses(out))
-      if (pid != lead) victim = pid;
-    EXPECT_NE(victim, 0);
+      if (pid != lead && lead != 0 && chosen.size() < victims) chosen.push_back(pid);
+    EXPECT_EQ(chosen.size(), victims);
     const int64_t logged = lastStep(out);
-    if (victim) ::kill(victim, SIGKILL);
+    for (pid_t victim : chosen) ::kill(victim, SIGKILL);
     const double at = tl::unixNow();
-    std::cout << "SIGKILL to pid " << victim << " after step " << logged << " (waited for " << step << ")"
+    std::cout << "SIGKILL to " << chosen.size() << " rank(s) after step " << logged << " (waited for " << step << ")"
               << std::endl;
     return {logged, at};
   }
@@ -167,6 +169,27 @@ TEST_F(InPlaceRecovery, KillAtARandomMomentGoesOnInPlace) {
   EXPECT_EQ(failures[0]["mode"], "in-place") << failures[0].dump();
   EXPECT_EQ(failures[0]["steps_recomputed"], 0);
   std::cout << "kill -> next step logged about " << nextStepAt - killedAt << " s" << std::endl;
+}
+
+// Two ranks of four killed at once: one agreement covers both, the two survivors go on in place.
+TEST_F(InPlaceRecovery, TwoRanksKilledAtOnceGoOnInPlace) {
+  const std::string out = freshDir("recovery_in_place_two");
+  tl::testing::CommandResult result;
+  std::thread job([&] {
+    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=300 " + tlRun(4, out), 300, freshDir("recovery_in_place_two_cmd"));
+  });
+  killNonLead(out, 3, 100, 4, 2);
+  job.join();
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  const json summary = json::parse(slurp(out + "/summary.json"));
+  EXPECT_EQ(summary["params_sha256"], reference());
+  const auto failures = records(out, "failure");
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0]["mode"], "in-place") << failures[0].dump();
+  EXPECT_EQ(failures[0]["lost_ranks"].size(), 2u) << failures[0].dump();
+  EXPECT_EQ(failures[0]["processes_after"], 2);
+  EXPECT_EQ(failures[0]["steps_recomputed"], 0);
+  expectEveryStepOnce(out);
 }
 
 // The lead killed: in place does not cover it yet, so the survivors write their copies, tl-run
