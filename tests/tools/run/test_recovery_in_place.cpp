@@ -95,8 +95,8 @@ class InPlaceRecovery : public ::testing::Test {
       if (pid != lead && lead != 0 && chosen.size() < victims) chosen.push_back(pid);
     EXPECT_EQ(chosen.size(), victims);
     const int64_t logged = lastStep(out);
-    for (pid_t victim : chosen) ::kill(victim, SIGKILL);
     const double at = tl::unixNow();
+    for (pid_t victim : chosen) ::kill(victim, SIGKILL);
     std::cout << "SIGKILL to " << chosen.size() << " rank(s) after step " << logged << " (waited for " << step << ")"
               << std::endl;
     return {logged, at};
