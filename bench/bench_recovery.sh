@@ -1,7 +1,9 @@
 #!/bin/bash
 # bench_recovery: a rank SIGKILLed under tl-run (the job goes on from the last step boundary on
-# the processes that remain) next to a cold restart from the last periodic checkpoint, measured
-# in the same invocation. ResNet-18, N = 4, 4 -> 3 processes.
+# the processes that remain), in place (tl-run's default: the survivors keep their processes) and
+# by a restart (--recovery restart: the survivors write the job, a new mpirun resumes it), next
+# to a cold restart from the last periodic checkpoint, measured in the same invocation.
+# ResNet-18, N = 4, 4 -> 3 processes.
 #
 #   bench/bench_recovery.sh [BUILD_DIR]   (env: STEPS=64 EVERY=50 KILL_AT=60 BATCH=4 MODEL=resnet18
 #                                          ROUNDS=3 OSTEPS=40 OBATCH=8 ONP=2 DEVICE=)
@@ -140,9 +142,18 @@ else
   O_SHA=skipped P_MED=- G_MED=- O_RATIO=- O_LO=- O_HI=- O_ROUNDS=- P_MEM=- G_MEM=- M_RATIO=-
 fi
 
-# 1) tl-run: the survivors' copy of the last step boundary.
-A="$WORK/recover"
+# 1) tl-run in place: the survivors go on in their processes at the last step boundary.
+I="$WORK/inplace"
 "$BIN/tl-run" --np 4 --max-restarts 1 --hang-timeout 60 --mpirun "$MPIRUN" --mpirun-args "--oversubscribe" \
+  -- $JOB --output-dir "$I" > "$WORK/inplace.log" 2>&1 &
+RUN=$!
+kill_after "$I" "$KILL_AT"
+wait $RUN
+read -r I_S I_R I_LOST I_STEP I_HASH < <(report "$I")
+
+# 1b) tl-run --recovery restart: the survivors' copy of the last step boundary, a new mpirun.
+A="$WORK/recover"
+"$BIN/tl-run" --np 4 --max-restarts 1 --hang-timeout 60 --recovery restart --mpirun "$MPIRUN" --mpirun-args "--oversubscribe" \
   -- $JOB --output-dir "$A" > "$WORK/recover.log" 2>&1 &
 RUN=$!
 kill_after "$A" "$KILL_AT"
@@ -170,7 +181,9 @@ echo
 echo "bench_recovery: $MODEL, N = 4, batch $BATCH per worker, 4 -> 3 processes after SIGKILL at step $KILL_AT, periodic checkpoint every $EVERY steps, $(nproc) cores"
 printf "| %-34s | %19s | %27s | %26s | %18s |\n" "run" "kill -> next step s" "kill -> progress regained s" "completed steps recomputed" "step s before kill"
 printf "|%s|%s|%s|%s|%s|\n" "------------------------------------" "---------------------" "-----------------------------" "----------------------------" "--------------------"
-printf "| %-34s | %19s | %27s | %26s | %18s |\n" "tl-run (copy of the last boundary)" "$A_S" "$A_R" "$A_LOST" "$A_STEP"
+printf "| %-34s | %19s | %27s | %26s | %18s |\n" "tl-run in place (default)" "$I_S" "$I_R" "$I_LOST" "$I_STEP"
+printf "| %-34s | %19s | %27s | %26s | %18s |\n" "tl-run --recovery restart" "$A_S" "$A_R" "$A_LOST" "$A_STEP"
 printf "| %-34s | %19s | %27s | %26s | %18s |\n" "cold restart from checkpoint" "$B_S" "$B_R" "$B_LOST" "$B_STEP"
-python3 -c "print(f'ratio tl-run / cold restart: to the next step {float(\"$A_S\")/float(\"$B_S\"):.2f}, to progress regained {float(\"$A_R\")/float(\"$B_R\"):.2f}, step time {float(\"$A_STEP\")/float(\"$B_STEP\"):.3f}')"
-echo "params_sha256: tl-run $A_HASH, cold restart $B_HASH ($([ "$A_HASH" = "$B_HASH" ] && echo same || echo DIFFERENT))"
+python3 -c "print(f'ratio in place / restart: to the next step {float(\"$I_S\")/float(\"$A_S\"):.2f}')"
+python3 -c "print(f'ratio tl-run restart / cold restart: to the next step {float(\"$A_S\")/float(\"$B_S\"):.2f}, to progress regained {float(\"$A_R\")/float(\"$B_R\"):.2f}, step time {float(\"$A_STEP\")/float(\"$B_STEP\"):.3f}')"
+echo "params_sha256: in place $I_HASH, tl-run restart $A_HASH, cold restart $B_HASH ($([ "$I_HASH" = "$A_HASH" ] && [ "$A_HASH" = "$B_HASH" ] && echo same || echo DIFFERENT))"

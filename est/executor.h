@@ -152,6 +152,16 @@ class EstExecutor {
   // built with. No collectives; every member of `host` calls it, then changeLayout over `host`.
   void admit(const std::vector<int>& current, comm::Communicator& host, comm::Communicator& device);
 
+  // In-place recovery after members were lost (elastic/recovery/in_place.h): the job goes on
+  // at `state`'s boundary over the survivors' communicators `host` and `device` with
+  // `placement` (ranks index it). Everything is taken from `state` — model, optimizer and
+  // reducer state and all N contexts, which every survivor holds whole — so nothing needs the
+  // lost members or the old communicators (whose collectives were abandoned). No collectives;
+  // every survivor calls it with the same arguments. Outside run() (after it threw
+  // comm::MembersLost), never from an EST's fiber.
+  void recoverOnSurvivors(const JobState& state, Placement placement, comm::Communicator& host,
+                          comm::Communicator& device);
+
   // Bytes the last changeLayout sent: the contexts of ESTs that changed process, and the
   // replica (model, optimizer and reducer state) for each member that joined.
   int64_t lastLayoutBytes() const { return lastLayoutBytes_; }

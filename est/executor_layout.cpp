@@ -71,6 +71,30 @@ void EstExecutor::changeLayout(Placement placement, comm::Communicator* host, co
   if (device != replica_->deviceComm) replica_->useReducer(config_.reduction, *device, config_.bucketBytes);
 }
 
+void EstExecutor::recoverOnSurvivors(const JobState& state, Placement placement, comm::Communicator& host,
+                                     comm::Communicator& device) {
+  TL_CHECK(EstFibers::currentEst() < 0, "recoverOnSurvivors: called from an EST's fiber");
+  TL_CHECK_EQ(placement.logicalWorkers(), placement_.logicalWorkers(), "recovery keeps the job's ESTs");
+  TL_CHECK_EQ(int(state.contexts.size()), placement.logicalWorkers(), "recovery needs every EST's context");
+  TL_CHECK_EQ(placement.processes(), host.size(), "placement does not match the survivors' communicator");
+  endRound();
+  placement_ = std::move(placement);
+  host_ = &host;
+  // A new reducer on the survivors' device communicator; its state comes from `state` below
+  // (the old one's may be part-way through the step the loss interrupted).
+  replica_->useReducer(config_.reduction, device, config_.bucketBytes);
+  loadReplicaState(state);
+  local_.clear();
+  for (int est : placement_.localEsts(host.rank())) {
+    local_.push_back(state.contexts.at(size_t(est)));
+    TL_CHECK_EQ(local_.back().logicalRank, est, "recovery: contexts out of order");
+    if (!replica_->device.is_cuda()) local_.back().deviceRngState = at::Tensor();
+  }
+  lastLayoutBytes_ = 0;
+  lastReplicaSeconds_ = 0;
+  lastReplicaBytes_ = 0;
+}
+
 void EstExecutor::admit(const std::vector<int>& current, comm::Communicator& host, comm::Communicator& device) {
   TL_CHECK(EstFibers::currentEst() < 0, "admit: called from an EST's fiber");
   TL_CHECK_LE(int(current.size()), host.size(), "admit: the new communicator lacks current members");

@@ -2,6 +2,7 @@
 // workers (default: one per process); this process runs its share of them as ESTs.
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -24,6 +25,7 @@
 #include "launcher/launch_options.h"
 #include "launcher/loader_tuning.h"
 #include "launcher/output_paths.h"
+#include "elastic/recovery/in_place.h"
 #include "elastic/recovery/recovery_guard.h"
 #include "elastic/rescale/elastic_controller.h"
 #include "elastic/rescale/join_running_job.h"
@@ -55,7 +57,10 @@ std::unique_ptr<tl::elastic::RecoveryGuard> gRecovery;
 // sound. Bad input: no copy.
 void writeCandidateAfter(const std::exception& e) {
   if (!gRecovery || dynamic_cast<const tl::InputError*>(&e)) return;
-  if (dynamic_cast<const tl::TimeoutError*>(&e)) {
+  if (dynamic_cast<const tl::comm::MembersLost*>(&e)) {
+    // Members were lost outside the step loop (in place armed): this process survives them.
+    gRecovery->writeCandidate({e.what(), false, gRecovery->losses().ranks});
+  } else if (dynamic_cast<const tl::TimeoutError*>(&e)) {
     const auto* collective = dynamic_cast<const tl::comm::CollectiveTimeout*>(&e);
     gRecovery->writeCandidate(
         {e.what(), /*timedOut=*/true, collective ? collective->absentRanks() : std::vector<int>{}});
@@ -64,6 +69,9 @@ void writeCandidateAfter(const std::exception& e) {
   }
   gRecovery->leave();  // the executor goes away with the unwinding
 }
+
+// tl-run's in-place launches learn of a failing process from this (mpirun exits 0 regardless).
+void noteExitStatus(int status) { tl::elastic::noteExitStatus(std::getenv(tl::elastic::kExitFileEnv), status); }
 
 int localRankFromEnvironment() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
@@ -277,21 +285,36 @@ int main(int argc, char** argv) {
   }
   // A failure after start-up may hit one rank only while the others wait in a collective:
   // abort the whole job at once (MPI still alive) rather than unwind into MPI_Finalize.
+  // Under tl-run with in place armed, mpirun exits 0 whatever the statuses: a failing process
+  // tells tl-run its status through a file (tl::elastic::noteExitStatus).
   try {
-    return runLaunch(argc, argv);
+    const int rc = runLaunch(argc, argv);
+    noteExitStatus(rc);
+    if (tl::elastic::recoveredInPlace()) {
+      // The world communicator still has the lost members: MPI_Finalize would wait for them.
+      std::fflush(stdout);
+      std::fflush(stderr);
+      spdlog::default_logger()->flush();
+      ::_exit(rc);
+    }
+    return rc;
   } catch (const tl::JobWideInputError& e) {
     if (e.reports()) tl::launcher::printError(kProgram, e.what());
+    noteExitStatus(2);
     tl::comm::MpiSession::abortJob(2);
   } catch (const tl::InputError& e) {
     tl::launcher::printError(kProgram, e.what());
+    noteExitStatus(2);
     tl::comm::MpiSession::abortJob(2);
   } catch (const tl::TimeoutError& e) {
     // A hung (or lost) member: this one survives it; tl-run resumes from the copies (written
     // by runLaunch as the error left the training).
     tl::launcher::printError(kProgram, e.what());
+    noteExitStatus(1);
     tl::comm::MpiSession::abortJob(1);
   } catch (const std::exception& e) {
     tl::launcher::printError(kProgram, e.what());
+    noteExitStatus(1);
     tl::comm::MpiSession::abortJob(1);
   }
 }

@@ -11,7 +11,9 @@
 #include <set>
 
 #include "common/check.h"
+#include "elastic/recovery/in_place.h"
 #include "launcher/job_errors.h"
+#include "runtime/comm/collective_timeout.h"
 #include "runtime/comm/json_collectives.h"
 #include "runtime/models/state_dict_io.h"
 #include "runtime/models/torchscript_model.h"
@@ -104,6 +106,11 @@ std::vector<elastic::Member> recoveryMembers(const elastic::MemberList& list) {
 
 }  // namespace
 
+bool inPlaceArmed() {
+  const char* v = std::getenv(elastic::kInPlaceEnv);
+  return v != nullptr && std::string(v) == "1";
+}
+
 int TrainingProcess::startLaunched(est::EstExecutor& executor, std::unique_ptr<elastic::RecoveryGuard>& recovery) {
   const elastic::JoinOffer& offer = controller_.offer();
   executor.setEmulatedSlowdown(offer.autoPlacement.slowdownFor(membership_.host->rank(), executor.stepsDone()));
@@ -117,6 +124,7 @@ int TrainingProcess::startLaunched(est::EstExecutor& executor, std::unique_ptr<e
   recovery_->setMetrics(lead_ ? &metrics_ : nullptr);
   recovery_->start(executor);
   recovery_->watchTermination();
+  if (inPlaceArmed()) recovery_->watchMembers();
   followMembers();
   if (lead_) recovery_->setStatusSink([this](const nlohmann::json& c) { controller_.annotateStatus("recovery", c); });
   return 0;
@@ -133,6 +141,7 @@ void TrainingProcess::startJoined(elastic::JoinedProcess& joined, comm::ParentLi
   recovery_->watchTermination();
   followMembers();
   recovery_->setMembers(recoveryMembers(controller_.members()));  // as of the join
+  if (inPlaceArmed()) recovery_->watchMembers();
 }
 
 // The guard's member table follows in-place rescales: tl-run names a lost process started by a
@@ -153,7 +162,27 @@ int TrainingProcess::trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, con
   est::EstExecutor& executor = *owned;
   est::StepObserver& hooks = boundaryHooks();
   recorder_.start();
-  train::TrainResult result = executor.run(metrics_, &hooks);
+  train::TrainResult result;
+  for (;;) {
+    try {
+      result = executor.run(metrics_, &hooks);
+      break;
+    } catch (const comm::MembersLost&) {
+      // Under tl-run with in place armed: the survivors go on in their processes (or, when that
+      // cannot work, this process writes its copy for a restart and exits).
+      if (!recovery_ || !inPlaceArmed()) throw;
+      elastic::recoverInPlace(
+          *recovery_, *membership_.host, executor,
+          [this](std::unique_ptr<comm::Communicator> survivors) -> comm::Communicator& {
+            // The old communicator is never freed: MPI_Comm_free would wait for its lost members.
+            (void)membership_.host.release();
+            membership_.host = std::move(survivors);
+            return membership_.forExecutor(*membership_.host);
+          },
+          membership_.useNccl);
+      controller_.survivorsWentOn(executor);
+    }
+  }
   controller_.finish(policy_.stopped() ? "the job stopped" : "the job has finished");
   if (!executor.inJob()) {
     if (recovery_) recovery_->leave();

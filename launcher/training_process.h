@@ -71,6 +71,9 @@ class TrainingProcess {
   std::unique_ptr<UsageObserver> usageObserver_;
 };
 
+// tl-run armed in-place recovery for this process (elastic::kInPlaceEnv=1 in its environment).
+bool inPlaceArmed();
+
 // The checkpoint policy of a job with this offer (every member applies the same).
 elastic::CheckpointPolicyOptions policyOptions(const elastic::JoinOffer& offer, const std::atomic<bool>* stopRequested);
 

@@ -77,6 +77,9 @@ json toJson(const FailureRecord& f) {
   putIf(j, "detection_s", f.detectionSeconds);
   putIf(j, "copies", f.copies);
   putIf(j, "relaunched_at", f.relaunchedAt);
+  j["mode"] = f.mode;
+  putIf(j, "agreement_s", f.agreementSeconds);
+  putIf(j, "resumed_at", f.resumedAt);
   return j;
 }
 
@@ -94,6 +97,9 @@ FailureRecord failureFromJson(const json& j) {
   f.detectionSeconds = optionalOf<double>(j, "detection_s");
   f.copies = optionalOf<size_t>(j, "copies");
   f.relaunchedAt = optionalOf<double>(j, "relaunched_at");
+  f.mode = j.value("mode", std::string("restart"));
+  f.agreementSeconds = optionalOf<double>(j, "agreement_s");
+  f.resumedAt = optionalOf<double>(j, "resumed_at");
   return f;
 }
 

@@ -22,7 +22,9 @@
 //     {"failures": [{"lost_ranks": [3], "lost_hosts": ["b"], "detected_by": "mpirun" | "hang-timeout",
 //                    "reason": "...", "boundary_step": 7, "steps_recomputed": 1, "failed_at": s,
 //                    "detection_s": s, "processes_before": 4, "processes_after": 3, "copies": 3,
-//                    "relaunched_at": s}, ...]}
+//                    "relaunched_at": s, "mode": "restart"}, ...]}
+//     (in-place recoveries keep the same record in memory, with "mode": "in-place",
+//      "agreement_s" and "resumed_at", and report it in the job's metrics only)
 //     (a launch lost before its first step has no lost_hosts, failed_at, detection_s, copies)
 //   state-L/                         the newest copy of lost launch L, kept by tl-run (--resume)
 //
@@ -40,6 +42,13 @@
 
 namespace tl::elastic {
 
+// tl-run -> tl-launch through the environment (mpirun -x): kInPlaceEnv=1 arms in-place
+// recovery (elastic/recovery/in_place.h); with it, kExitFileEnv names a file a process that
+// ends with a non-zero status appends "<status>\n" to, since mpirun --enable-recovery exits 0
+// whatever its processes' statuses.
+inline constexpr const char* kInPlaceEnv = "TL_RECOVERY_IN_PLACE";
+inline constexpr const char* kExitFileEnv = "TL_RECOVERY_EXIT_FILE";
+
 struct RecoveryPaths {
   std::string dir;
   std::string candidates() const { return dir + "/candidates"; }
@@ -48,6 +57,7 @@ struct RecoveryPaths {
   std::string candidateInfo(int rank) const { return candidateDir(rank) + ".json"; }
   std::string history() const { return dir + "/history.json"; }
   std::string keptState(int launch) const { return dir + "/state-" + std::to_string(launch); }
+  std::string exitStatuses() const { return dir + "/exit-statuses"; }
 };
 
 struct Member {
@@ -93,6 +103,11 @@ struct FailureRecord {
   std::optional<double> detectionSeconds;
   std::optional<size_t> copies;
   std::optional<double> relaunchedAt;
+  // "restart" (tl-run started the job again from a copy) or "in-place" (the survivors went on
+  // in their processes; such a failure is never in history.json, only in the job's records).
+  std::string mode = "restart";
+  std::optional<double> agreementSeconds;  // in place: the survivors' communicator and boundary
+  std::optional<double> resumedAt;         // in place: when the survivors went on (Unix seconds)
 };
 
 nlohmann::json toJson(const FailureRecord& f);

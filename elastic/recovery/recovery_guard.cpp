@@ -6,15 +6,18 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/files.h"
 #include "common/signals.h"
 #include "elastic/checkpoint/job_checkpoint.h"
+#include "runtime/comm/collective_timeout.h"
 #include "runtime/comm/json_collectives.h"
 #include "runtime/comm/process_loss.h"
 
@@ -37,6 +40,16 @@ void onTerminate(int) {
 void onProcessLoss() {
   const char byte = 'l';
   [[maybe_unused]] ssize_t n = ::write(gWakePipe[1], &byte, 1);
+}
+
+// A process of this host that has ended (gone, a zombie, or dead).
+bool processEnded(int64_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const size_t paren = line.rfind(')');
+  const char state = paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : 0;
+  return state == 'Z' || state == 'X' || state == 'x';
 }
 
 }  // namespace
@@ -64,6 +77,10 @@ void RecoveryGuard::leave() {
 }
 
 RecoveryGuard::~RecoveryGuard() {
+  if (memberWatcher_.joinable()) {
+    stopWatching_.store(true);
+    memberWatcher_.join();
+  }
   if (watcher_.joinable()) {
     // The job is over: mpirun's signals end the process as they would without the guard.
     ::signal(SIGCONT, SIG_DFL);
@@ -85,12 +102,99 @@ void RecoveryGuard::start(est::EstExecutor& executor) {
   current_ = std::move(now);
   placement_ = placement;
   stateTime_ = unixNow();
+  stateTimeSeen_.store(stateTime_);
   completed_.store(executor.stepsDone());
 }
 
 void RecoveryGuard::setMembers(std::vector<elastic::Member> members) {
+  {
+    std::lock_guard<std::mutex> lock(watchMutex_);
+    watched_ = members;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   members_ = std::move(members);
+}
+
+void RecoveryGuard::watchMembers() {
+  TL_CHECK(!memberWatcher_.joinable(), "one member watcher per guard");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> watch(watchMutex_);
+    watched_ = members_;
+  }
+  memberWatcher_ = std::thread([this] {
+    const int64_t self = int64_t(::getpid());
+    while (!stopWatching_.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (gLeft.load()) continue;
+      std::vector<elastic::Member> watched;
+      {
+        std::lock_guard<std::mutex> lock(watchMutex_);
+        watched = watched_;
+      }
+      bool newLoss = false;
+      for (const elastic::Member& m : watched) {
+        if (m.host != host_ || m.pid <= 1 || m.pid == self || !processEnded(m.pid)) continue;
+        std::lock_guard<std::mutex> lock(watchMutex_);
+        if (std::find(gone_.begin(), gone_.end(), m) != gone_.end()) continue;
+        if (gone_.empty()) {
+          firstGoneAt_ = unixNow();
+          goneSnapshotAt_ = stateTimeSeen_.load();
+        }
+        gone_.push_back(m);
+        newLoss = true;
+      }
+      // The training thread leaves the collective it waits in (or the next one it starts).
+      if (newLoss) comm::abandonCollectives();
+    }
+  });
+}
+
+RecoveryGuard::Losses RecoveryGuard::losses() const {
+  std::lock_guard<std::mutex> lock(watchMutex_);
+  Losses l;
+  for (const elastic::Member& m : gone_) l.ranks.push_back(m.rank);
+  std::sort(l.ranks.begin(), l.ranks.end());
+  l.firstAt = firstGoneAt_;
+  l.snapshotAt = goneSnapshotAt_;
+  return l;
+}
+
+est::JobState RecoveryGuard::currentState() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TL_CHECK(executor_ && !current_.empty(), "in-place recovery: this process holds no whole boundary");
+  return executor_->stateAt(current_);
+}
+
+int64_t RecoveryGuard::currentStep() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return current_.stepsDone;
+}
+
+void RecoveryGuard::resumedInPlace(est::EstExecutor& executor, elastic::FailureRecord failure) {
+  const nlohmann::json mine = {{"pid", int64_t(::getpid())}, {"host", host_}};
+  const auto all = comm::allgatherJson(executor.comm(), mine);
+  std::vector<elastic::Member> members;
+  for (size_t r = 0; r < all.size(); ++r)
+    members.push_back({int(r), all[r].at("host").get<std::string>(), all[r].at("pid").get<int64_t>()});
+  est::BoundarySnapshot now = executor.snapshotBoundary(executor.stepsDone());
+  {
+    std::lock_guard<std::mutex> lock(watchMutex_);
+    watched_ = members;
+    gone_.clear();
+    firstGoneAt_ = 0;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  members_ = std::move(members);
+  current_ = std::move(now);
+  pending_ = est::BoundarySnapshot{};
+  placement_ = executor.placement().toString();
+  rank_ = executor.comm().rank();
+  stateTime_ = unixNow();
+  stateTimeSeen_.store(stateTime_);
+  completed_.store(executor.stepsDone());
+  history_.failures.push_back(std::move(failure));
+  recorded_ = false;
 }
 
 void RecoveryGuard::beforeUpdate(est::EstExecutor& executor) {
@@ -110,6 +214,7 @@ void RecoveryGuard::runUpdate(est::EstExecutor& executor, const std::function<vo
   current_ = std::move(pending_);
   pending_ = est::BoundarySnapshot{};
   stateTime_ = unixNow();
+  stateTimeSeen_.store(stateTime_);
   completed_.store(executor.stepsDone());
 }
 
@@ -138,14 +243,21 @@ void RecoveryGuard::recordRecovery(int64_t stepsDone) {
   const double failedAt = f.failedAt.value_or(0.0);
   const double now = unixNow();
   nlohmann::json recovery{{"type", "recovery"},
+                          {"mode", f.mode},
                           {"step", stepsDone},
                           {"resumed_from_step", f.boundaryStep},
                           {"steps_recomputed", f.stepsRecomputed},
                           {"processes", f.processesAfter.value_or(0)},
-                          {"recovery_s", failedAt > 0 ? now - failedAt : 0.0},
-                          {"restart_to_step_s", now - f.relaunchedAt.value_or(now)}};
+                          {"recovery_s", failedAt > 0 ? now - failedAt : 0.0}};
+  if (f.mode == "in-place") {
+    recovery["detected_at"] = failedAt;  // recovery_s counts from here
+    recovery["agreement_s"] = f.agreementSeconds.value_or(0.0);
+    recovery["first_step_s"] = now - f.resumedAt.value_or(now);
+  } else {
+    recovery["restart_to_step_s"] = now - f.relaunchedAt.value_or(now);
+  }
   metrics_->write(recovery);
-  spdlog::info("recovered from the loss of rank(s) {} in {:.1f} s (first step after it: {})",
+  spdlog::info("recovered {} from the loss of rank(s) {} in {:.2f} s (first step after it: {})", f.mode,
                nlohmann::json(f.lostRanks).dump(), recovery["recovery_s"].get<double>(), stepsDone);
 }
 

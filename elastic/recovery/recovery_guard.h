@@ -80,6 +80,26 @@ class RecoveryGuard final : public est::StepObserver {
   // signal just ends it.
   void leave();
 
+  // In-place recovery (tl-run's default, elastic/recovery/in_place.h). Starts a watcher thread
+  // that checks the members' processes on this host every 20 ms; when one is gone it abandons
+  // the job's collectives (comm::abandonCollectives) so that the training thread leaves any it
+  // waits in and gets comm::MembersLost, without waiting for a timeout.
+  void watchMembers();
+  struct Losses {
+    std::vector<int> ranks;  // as of the member table (sorted)
+    double firstAt = 0;      // Unix seconds of the first detection (0: none)
+    double snapshotAt = 0;   // when this process's last boundary was taken, at that moment
+  };
+  Losses losses() const;
+  // The job at this process's last completed boundary (a copy on the CPU), and its step.
+  est::JobState currentState();
+  int64_t currentStep();
+  // After the survivors went on in place over `executor`'s new communicator: collective over
+  // it. Re-gathers the member table, takes the snapshot of the boundary they resumed at, and
+  // keeps `failure` (in memory only: nothing is written to disk) for the lead's `failure` and
+  // `recovery` records at the next completed step.
+  void resumedInPlace(est::EstExecutor& executor, elastic::FailureRecord failure);
+
  private:
   void recordRecovery(int64_t stepsDone);
 
@@ -95,6 +115,7 @@ class RecoveryGuard final : public est::StepObserver {
   est::BoundarySnapshot pending_;  // the boundary the running step's update completes
   std::string placement_;
   double stateTime_ = 0;               // Unix seconds when current_ became current
+  std::atomic<double> stateTimeSeen_{0};  // the same, for the member watcher (no mutex)
   std::atomic<int64_t> completed_{0};  // the last step whose optimizer step this process finished
   bool written_ = false;
   std::vector<elastic::Member> members_;
@@ -103,6 +124,14 @@ class RecoveryGuard final : public est::StepObserver {
   train::MetricsLog* metrics_ = nullptr;
   std::function<void(const nlohmann::json&)> sink_;
   std::thread watcher_;
+  // In place: the members' processes this host watches, and those found gone.
+  mutable std::mutex watchMutex_;
+  std::vector<elastic::Member> watched_;
+  std::vector<elastic::Member> gone_;
+  double firstGoneAt_ = 0;
+  double goneSnapshotAt_ = 0;
+  std::atomic<bool> stopWatching_{false};
+  std::thread memberWatcher_;
 };
 
 }  // namespace tl::elastic

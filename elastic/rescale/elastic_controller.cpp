@@ -59,6 +59,15 @@ ElasticController::~ElasticController() {
   if (grow_) grow_->cancel("the job ended");
 }
 
+void ElasticController::survivorsWentOn(est::EstExecutor& executor) {
+  if (grow_) grow_->cancel("members of the job were lost");
+  grow_.reset();
+  if (pending_) refusePending(control::Outcome::Failed, "members of the job were lost; the survivors went on in place");
+  members_ = gatherMembers(executor.comm(), membership_);
+  if (membersChanged_) membersChanged_(members_);
+  updateStatus(executor.stepsDone(), executor);
+}
+
 void ElasticController::startControl(est::EstExecutor& executor) {
   members_ = gatherMembers(executor.comm(), membership_);
   updateStatus(executor.stepsDone(), executor);

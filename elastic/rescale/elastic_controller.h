@@ -79,6 +79,10 @@ class ElasticController final : public est::StepObserver {
   }
   // The job is over: answers what is still waiting (and stops started processes).
   void finish(const std::string& why);
+  // The survivors went on in place after members were lost (elastic/recovery/in_place.h):
+  // collective over the survivors. The member table is gathered again (and its listener told);
+  // a grow in flight is cancelled.
+  void survivorsWentOn(est::EstExecutor& executor);
 
  private:
   struct Pending;

@@ -3,6 +3,7 @@
 // them into its copy of the job for tl-run; elastic/recovery/recovery_files.h).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,5 +23,22 @@ class CollectiveTimeout : public TimeoutError {
  private:
   std::vector<int> absentRanks_;
 };
+
+// A collective given up because members of the job were lost (abandonCollectives): not a
+// timeout. Survivors that recover in place catch it at the step loop and go on over a
+// communicator of the survivors (elastic/recovery/in_place.h).
+class MembersLost : public Error {
+ public:
+  using Error::Error;
+};
+
+// Any thread (a watcher that saw a member die): every collective of a communicator made before
+// this call, running or not yet started, throws MembersLost from now on, and its pending MPI
+// requests are dropped (kept alive, never waited for). Communicators made afterwards are not
+// affected. Lock-free.
+void abandonCollectives();
+// How many times abandonCollectives was called: a communicator made at epoch e is abandoned
+// once the epoch passes e.
+std::uint64_t collectivesEpoch();
 
 }  // namespace tl::comm

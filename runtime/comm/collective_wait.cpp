@@ -1,9 +1,21 @@
 #include "runtime/comm/collective_wait.h"
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "common/check.h"
+#include "runtime/comm/collective_timeout.h"
+
+namespace tl::comm {
+namespace {
+std::atomic<std::uint64_t> gEpoch{0};
+}  // namespace
+
+void abandonCollectives() { gEpoch.fetch_add(1); }
+std::uint64_t collectivesEpoch() { return gEpoch.load(); }
+
+}  // namespace tl::comm
 
 namespace tl::comm::detail {
 

@@ -270,10 +270,24 @@ TEST(RecoveryFiles, FailureRecordsKeepTheirKeys) {
   EXPECT_EQ(keysOf(toJson(lostRecord())),
             (std::set<std::string>{"lost_ranks", "lost_hosts", "detected_by", "reason", "boundary_step",
                                    "steps_recomputed", "failed_at", "detection_s", "processes_before",
-                                   "processes_after", "copies", "relaunched_at"}));
+                                   "processes_after", "copies", "relaunched_at", "mode"}));
   EXPECT_EQ(keysOf(toJson(lostBeforeFirstStep())),
             (std::set<std::string>{"lost_ranks", "detected_by", "reason", "boundary_step", "steps_recomputed",
-                                   "processes_before", "processes_after", "relaunched_at"}));
+                                   "processes_before", "processes_after", "relaunched_at", "mode"}));
+  EXPECT_EQ(toJson(lostRecord())["mode"], "restart");
+  // An in-place recovery's record (kept in memory, reported in the job's metrics).
+  FailureRecord inPlace = lostRecord();
+  inPlace.mode = "in-place";
+  inPlace.agreementSeconds = 0.01;
+  inPlace.resumedAt = 100.5;
+  const nlohmann::json j = toJson(inPlace);
+  EXPECT_EQ(j["mode"], "in-place");
+  EXPECT_EQ(j["agreement_s"], 0.01);
+  const FailureRecord back = failureFromJson(j);
+  EXPECT_EQ(back.mode, "in-place");
+  EXPECT_EQ(back.resumedAt, std::optional<double>(100.5));
+  EXPECT_EQ(failureFromJson(nlohmann::json::parse(R"({"lost_ranks": [1]})")).mode, "restart")
+      << "records written before the mode existed are restarts";
 }
 
 TEST(RecoveryFiles, AHistoryReadsBackAsWritten) {

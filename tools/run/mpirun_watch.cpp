@@ -81,16 +81,38 @@ bool jobIsDown(const FailureReport& report, const SupervisorOptions& o, double s
   return !localRunning && (!remoteOpen || sinceFirstCopy > o.killGraceSeconds);
 }
 
+// The largest status a process of an in-place launch noted (0: none).
+int notedExitStatus(const elastic::RecoveryPaths& paths) {
+  std::ifstream in(paths.exitStatuses());
+  int worst = 0;
+  for (int status = 0; in >> status;) worst = std::max(worst, status);
+  return worst;
+}
+
+// An in-place launch's mpirun (--enable-recovery) exits 0 whatever its processes' statuses: the
+// launch finished only when no copy was written, no process noted a failure, and the lead wrote
+// summary.json since it started.
+int inPlaceStatus(const elastic::RecoveryPaths& paths, int processes,
+                  std::filesystem::file_time_type started) {
+  if (!elastic::readFailure(paths, processes).candidates.empty()) return 1;
+  if (const int noted = notedExitStatus(paths)) return noted;
+  std::error_code ec;
+  const auto summary = std::filesystem::path(paths.dir).parent_path() / "summary.json";
+  const auto written = std::filesystem::last_write_time(summary, ec);
+  return ec || written < started ? 1 : 0;
+}
+
 int waitForMpirun(pid_t pid, const SupervisorOptions& o, const elastic::RecoveryPaths& paths, int processes) {
   using Clock = std::chrono::steady_clock;
   std::optional<Clock::time_point> firstCopy;
-  [[maybe_unused]] const auto started = std::filesystem::file_time_type::clock::now();
+  const auto started = std::filesystem::file_time_type::clock::now();
   bool interruptSent = false;
   for (;;) {
     int status = 0;
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
     if (done == pid) {
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (o.inPlace && code == 0) return inPlaceStatus(paths, processes, started);
 #if TL_OPEN_MPI_5
       // A recoverable job (relaunch.cpp) ends with status 0 when its only failures were ranks
       // killed by a signal, even when all of them were: it finished only if it left copies of
@@ -140,6 +162,8 @@ LaunchExit runMpirun(const std::vector<std::string>& argv, const SupervisorOptio
   // kept.
   ::setenv("OMPI_MCA_mpi_ft_enable", "1", /*overwrite=*/0);
 #endif
+  std::error_code ec;
+  std::filesystem::remove(paths.exitStatuses(), ec);  // this launch's own
   const int status = waitForMpirun(spawn(argv), o, paths, processes);
   return {status, gInterrupt.load() != 0};
 }

@@ -70,6 +70,13 @@ std::vector<std::string> launchCommand(const SupervisorOptions& o, const LaunchP
   // Survivors need time to write their copy after mpirun's SIGTERM.
   c.mca = {{"odls_base_sigkill_timeout", std::to_string(int(o.killGraceSeconds))}};
   c.extraArgs = o.mpirunArgs;
+  if (o.inPlace) {
+    // A lost rank does not end the job; the survivors are told to go on in place, and a process
+    // that fails says its status through a file (mpirun then exits 0 whatever the statuses).
+    c.extraArgs.insert(c.extraArgs.begin(),
+                       {"--enable-recovery", "-x", std::string(elastic::kInPlaceEnv) + "=1", "-x",
+                        std::string(elastic::kExitFileEnv) + "=" + recoveryPathsOf(o).exitStatuses()});
+  }
 #if TL_OPEN_MPI_5
   // Open MPI 5's daemon ignores that setting and sends SIGCONT, SIGTERM and SIGKILL 0.25 s apart:
   // too short for a survivor to finish an update in flight and write its copy. A recoverable job

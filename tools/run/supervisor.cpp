@@ -142,6 +142,10 @@ bool relaunchFrom(Run& run, const FailureReport& report) {
   if (!run.kept.empty()) fs::remove_all(run.kept);
   run.kept = state;
   const FailureRecord failure = lossOf(report, run.plan.processes);
+  const std::string& why = report.candidates.front().info.reason;
+  if (run.o.inPlace && why.rfind("in place not possible: ", 0) == 0)
+    std::fprintf(stderr, "tl-run: the survivors could not go on in place (%s); restarting the job from their copies\n",
+                 why.substr(23).c_str());
   std::fprintf(stderr, "tl-run: lost rank(s) %s%s%s after step %lld (%s); %zu copies of the job\n",
                joined(report.lostRanks).c_str(), report.lostHosts.empty() ? "" : " on host(s) ",
                joined(report.lostHosts).c_str(), (long long)failure.boundaryStep, failure.detectedBy.c_str(),

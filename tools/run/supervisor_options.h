@@ -18,6 +18,10 @@ struct SupervisorOptions {
   std::vector<std::string> mpirunArgs;  // extra mpirun arguments
   std::string launch;                // tl-launch
   std::vector<std::string> launchArgs;  // the job's flags (--output-dir required)
+  // A lost rank: the survivors go on in their processes (mpirun --enable-recovery;
+  // elastic/recovery/in_place.h), falling back to a restart when that cannot work; false: every
+  // loss restarts the job (tl-run --recovery restart). tl-run's command line defaults to true.
+  bool inPlace = false;
 };
 
 // How one launch ended.

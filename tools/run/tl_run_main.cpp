@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "common/files.h"
 #include "common/cli/cli.h"
 #include "common/cli/host_list.h"
 #include "tools/run/supervisor.h"
@@ -37,13 +38,15 @@ int run(int argc, char** argv) {
   }
   tl::run::SupervisorOptions o;
   o.launch = siblingLaunch();
-  std::string hosts, mpirunArgs;
+  std::string hosts, mpirunArgs, recovery = "in-place";
   auto app = tl::cli::makeApp(
       kProgram,
       "Runs a tl-launch job under mpirun and keeps it going when a rank is lost: killed, crashed,\n"
-      "or hung for --hang-timeout seconds. The survivors write the job at the last step boundary;\n"
-      "tl-run starts it again on the processes that remain (hosts that were lost are left out),\n"
-      "with the same N logical workers, global batch and bits.\n"
+      "or hung for --hang-timeout seconds. By default (--recovery in-place) the survivors of a\n"
+      "killed or crashed rank on this host go on in their own processes at the last step boundary;\n"
+      "otherwise (a hang, the lead lost, --recovery restart) they write the job at that boundary\n"
+      "and tl-run starts it again on the processes that remain (hosts that were lost are left out).\n"
+      "Either way: the same N logical workers, global batch and bits.\n"
       "Usage: tl-run --np P [options] -- <tl-launch flags, --output-dir required>");
   tl::cli::addInt(*app, "--np", &o.processes, "processes of the first launch", 1, 65536)->required();
   tl::cli::addInt(*app, "--max-restarts", &o.maxRestarts, "lost launches survived; one more ends with an error", 0, 1000);
@@ -51,13 +54,28 @@ int run(int argc, char** argv) {
                      "seconds a collective waits for a rank before the rank counts as lost", 0.5, 86400);
   tl::cli::addDouble(*app, "--kill-grace", &o.killGraceSeconds,
                      "seconds survivors have to write their copy of the job before mpirun kills them", 5, 3600);
+  app->add_option("--recovery", recovery,
+                  "in-place: the survivors of a lost rank go on in their processes (mpirun --enable-recovery), "
+                  "falling back to a restart when that cannot work; restart: every loss restarts the job")
+      ->capture_default_str();
   app->add_option("--hosts", hosts, "host:slots,... for mpirun --host; lost hosts are left out of restarts");
   app->add_option("--mpirun", o.mpirun, "the mpirun to use")->capture_default_str();
   app->add_option("--mpirun-args", mpirunArgs, "more mpirun arguments, e.g. \"--oversubscribe\"");
   app->add_option("--launch", o.launch, "the tl-launch to run")->capture_default_str();
   if (!tl::cli::parse(*app, own)) return tl::cli::kExitOk;
   TL_REQUIRE(split, "give the job's tl-launch flags after '--' (see tl-run --help)");
+  TL_REQUIRE(recovery == "in-place" || recovery == "restart", "--recovery: '", recovery,
+             "' is not a recovery mode; give in-place or restart");
+  o.inPlace = recovery == "in-place";
   if (!hosts.empty()) o.hosts = tl::cli::parseHostList(hosts, "--hosts");
+  const std::string here = tl::hostName();
+  for (const auto& h : o.hosts) {
+    if (!o.inPlace || h.host == here || h.host == "localhost") continue;
+    // The member watcher sees this host's processes only (docs/design/recovery.md).
+    std::fprintf(stderr, "tl-run: --hosts names %s: in-place recovery covers ranks on this host only so far; "
+                         "a lost rank restarts the job (--recovery restart)\n", h.host.c_str());
+    o.inPlace = false;
+  }
   o.mpirunArgs = tl::cli::splitBlanks(mpirunArgs);
   o.launchArgs = job;
   return tl::run::supervise(o);

@@ -56,7 +56,7 @@ void checkOptions(const MpiCommunicatorOptions& options) {
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator(MPI_Comm comm, MpiCommunicatorOptions options)
-      : comm_(comm), options_(options) {
+      : comm_(comm), options_(options), epoch_(collectivesEpoch()) {
     // Errors come back as codes, become tl::Error, and fail this communicator only.
     TL_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     TL_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
@@ -75,6 +75,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   MPI_Comm handle() const { return comm_; }
+  const MpiCommunicatorOptions& options() const { return options_; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "mpi"; }
@@ -311,9 +312,24 @@ class MpiCommunicator final : public Communicator {
   }
 
   // Every call first rethrows this communicator's failure, if any, and checks the thread.
-  void enter(const char* operation) const {
+  void enter(const char* operation) {
     if (failure_) std::rethrow_exception(failure_);
     checkOnMpiThread(operation);
+    if (abandoned()) {
+      failure_ = std::make_exception_ptr(lost(operation));
+      std::rethrow_exception(failure_);
+    }
+  }
+
+  // Members were lost (abandonCollectives after this communicator was made): whatever is in
+  // flight is given up, its requests dropped.
+  bool abandoned() const { return collectivesEpoch() != epoch_; }
+  MembersLost lost(const std::string& operation) const {
+    return MembersLost(str("mpi ", operation, " on rank ", rank_, " of ", size_,
+                           ": abandoned, members of the job were lost"));
+  }
+  void throwIfAbandoned(const std::string& operation) const {
+    if (abandoned()) throw lost(operation);
   }
 
   // Starts a collective's operations and waits for them until the deadline. Any failure once
@@ -362,6 +378,7 @@ class MpiCommunicator final : public Communicator {
   // Every ring in flight moves on whenever any collective is polled, so a member waiting for one
   // collective never holds up a ring that its neighbours are waiting for.
   void progressRings() {
+    throwIfAbandoned("collective");
     for (auto& slot : ringInSlot_)
       if (auto ring = slot.lock(); ring && !ring->done()) progressRing(*ring);
   }
@@ -459,6 +476,7 @@ class MpiCommunicator final : public Communicator {
 
   MPI_Comm comm_;
   MpiCommunicatorOptions options_;
+  std::uint64_t epoch_ = 0;  // collectivesEpoch() when made
   std::unique_ptr<detail::MpiRollCall> rollCall_;
   int rank_ = 0;
   int size_ = 0;
@@ -478,6 +496,28 @@ std::unique_ptr<Communicator> createMpiWorldCommunicator(const MpiCommunicatorOp
   MPI_Comm world = MPI_COMM_NULL;
   TL_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &world));
   return std::make_unique<MpiCommunicator>(world, options);
+}
+
+std::unique_ptr<Communicator> createSurvivorsCommunicator(Communicator& comm, const std::vector<int>& lostRanks) {
+  checkOnMpiThread("createSurvivorsCommunicator");
+  auto* mpi = dynamic_cast<MpiCommunicator*>(&comm);
+  TL_CHECK(mpi != nullptr, "survivors' communicator: expected an MPI communicator, got ", comm.backend());
+  for (int r : lostRanks) TL_CHECK(r >= 0 && r < comm.size(), "survivors' communicator: no rank ", r);
+  TL_CHECK(std::find(lostRanks.begin(), lostRanks.end(), comm.rank()) == lostRanks.end(),
+           "survivors' communicator: this process is among the lost");
+  MPI_Group all = MPI_GROUP_NULL, survivors = MPI_GROUP_NULL;
+  TL_MPI_CHECK(MPI_Comm_group(mpi->handle(), &all));
+  TL_MPI_CHECK(MPI_Group_excl(all, int(lostRanks.size()), lostRanks.data(), &survivors));
+  MPI_Comm child = MPI_COMM_NULL;
+  // Collective over the survivors only (MPI_Comm_split would wait for the lost members too).
+  constexpr int kSurvivorsTag = 0x71c0;
+  const int rc = MPI_Comm_create_group(mpi->handle(), survivors, kSurvivorsTag, &child);
+  MPI_Group_free(&survivors);
+  MPI_Group_free(&all);
+  TL_MPI_CHECK(rc);
+  auto communicator = std::make_unique<MpiCommunicator>(child, mpi->options());
+  communicator->setTimeout(comm.timeout());
+  return communicator;
 }
 
 namespace detail {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include "runtime/comm/communicator.h"
 
@@ -66,5 +67,12 @@ struct MpiCommunicatorOptions {
 // A communicator over MPI_COMM_WORLD (duplicated, so tl's traffic is separate). Collective over
 // the world; needs a live MpiSession. Communicators split from it inherit `options`.
 std::unique_ptr<Communicator> createMpiWorldCommunicator(const MpiCommunicatorOptions& options = {});
+
+// In-place recovery: a communicator of the members of `comm` not in `lostRanks` (ranks of
+// `comm`), in their order, with `comm`'s timeout. Collective over the survivors only
+// (MPI_Comm_create_group), so a lost member cannot hold it up; blocking (MPI has no
+// nonblocking form): a survivor lost during it hangs it, which the caller must guard against.
+// Works on a communicator whose collectives were abandoned (abandonCollectives).
+std::unique_ptr<Communicator> createSurvivorsCommunicator(Communicator& comm, const std::vector<int>& lostRanks);
 
 }  // namespace tl::comm

@@ -44,7 +44,7 @@ std::string tlRun(int np, int maxRestarts, double hangTimeout, const std::string
                   const std::string& more = "", int steps = kSteps) {
   return std::string(TL_RUN_BIN) + " --np " + std::to_string(np) + " --max-restarts " +
          std::to_string(maxRestarts) + " --hang-timeout " + std::to_string(hangTimeout) +
-         " --mpirun " + TL_MPIEXEC + " --mpirun-args --oversubscribe --launch " + TL_LAUNCH_BIN +
+         " --recovery restart --mpirun " + TL_MPIEXEC + " --mpirun-args --oversubscribe --launch " + TL_LAUNCH_BIN +
          " --" + jobFlags(steps) + " --output-dir " + out + more;
 }
 

@@ -1,0 +1,47 @@
+// In-place recovery: when a member of the job is lost, the survivors keep their processes and go
+// on over a communicator of the survivors, at the last step boundary any of them completed, with
+// nothing written to disk (tl-run's default, `--recovery in-place`; docs/design/recovery.md).
+//
+// Detection is the recovery guard's member watcher (RecoveryGuard::watchMembers: the members'
+// processes on this host, polled every 20 ms), which abandons the job's collectives, so that the
+// training thread leaves run() with comm::MembersLost. recoverInPlace then, on the training
+// thread: waits 0.2 s after the first detection for losses that come together, builds the
+// survivors' communicator (MPI_Comm_create_group over the old one: collective over the
+// survivors only), agrees over it on the lost ranks and the boundary (the newest any survivor
+// holds: k, or k+1 when one had begun update k+1; a survivor behind takes the whole state from
+// the lowest-ranked one ahead), re-places the N ESTs evenly over the survivors with every
+// context from that boundary, and takes a new snapshot. When in place cannot work (the lead was
+// lost, NCCL, a survivor's view of the losses differs, a loss during the agreement, or it does
+// not complete within the collective timeout), the process writes its copy of the job for
+// tl-run's restart, says why in one line, and exits: the restart path takes over.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "elastic/recovery/recovery_guard.h"
+#include "est/executor.h"
+#include "runtime/comm/communicator.h"
+
+namespace tl::elastic {
+
+// This process lost a peer and went on: MPI_Finalize would wait for the lost member, so the
+// process must end with _exit once its output is flushed (tl-launch's main does).
+bool recoveredInPlace();
+// Under tl-run with in place armed (kInPlaceEnv, read by tl-launch): appends a non-zero exit
+// status to `path` (kExitFileEnv's file; mpirun --enable-recovery exits 0 whatever its
+// processes' statuses). Nothing when `path` is null or empty. Any thread.
+void noteExitStatus(const char* path, int status);
+
+// Takes the survivors' communicator (raw), keeps it for the job, and returns what the executor
+// is to be given for it (the usage recorder's view, or itself).
+using AdoptSurvivors = std::function<comm::Communicator&(std::unique_ptr<comm::Communicator>)>;
+
+// On the training thread, after run() threw comm::MembersLost; `oldHost` is the raw MPI
+// communicator of the job that lost members. Returns once the executor goes on over the
+// survivors (call run() again); does not return when in place cannot work (see above).
+// `nccl`: the job's gradients travel over NCCL (not recovered in place yet).
+void recoverInPlace(RecoveryGuard& guard, comm::Communicator& oldHost, est::EstExecutor& executor,
+                    const AdoptSurvivors& adopt, bool nccl);
+
+}  // namespace tl::elastic
