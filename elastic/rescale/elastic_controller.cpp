@@ -129,6 +129,7 @@ void ElasticController::updateStatus(int64_t stepsDone, est::EstExecutor& execut
   status_["placement"] = executor.placement().toString();
   status_["hosts"] = members_.hosts;
   status_["devices"] = members_.devices;  // device index per member: its local rank on its host
+  status_["pids"] = members_.pids;        // process id per member, by rank (which process to signal)
   status_["logical_workers"] = executor.placement().logicalWorkers();
   status_["rescales"] = rescales_;
   if (!status_.contains("last_rescale")) status_["last_rescale"] = "none";

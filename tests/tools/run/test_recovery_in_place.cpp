@@ -58,6 +58,33 @@ pid_t leadProcess(const std::string& out) {
   return 0;
 }
 
+// The job's processes by rank, as its lead reports them (tl-ctl status: "pids").
+std::vector<pid_t> pidsByRank(const std::string& out) {
+  auto status = runCommand(std::string(TL_CTL_BIN) + " status " + out + " --json", 60, freshDir("recovery_in_place_status"));
+  EXPECT_EQ(status.exitCode, 0) << status.err;
+  if (status.exitCode != 0) return {};
+  std::vector<pid_t> pids;
+  const json parsed = json::parse(status.out);
+  for (const json& p : parsed.at("pids")) pids.push_back(pid_t(p.get<int64_t>()));
+  return pids;
+}
+
+// tl-ctl rescale JOB --processes P, answered once applied.
+void rescaleTo(const std::string& out, int processes) {
+  auto r = runCommand(std::string(TL_CTL_BIN) + " rescale " + out + " --processes " + std::to_string(processes) +
+                          " --timeout 200",
+                      220, freshDir("recovery_in_place_rescale"));
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+}
+
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+}
+
 // Every step 1..kSteps logged exactly once.
 void expectEveryStepOnce(const std::string& out) {
   std::multiset<int64_t> steps;
@@ -213,6 +240,66 @@ TEST_F(InPlaceRecovery, LeadLostFallsBackToARestart) {
   ASSERT_EQ(failures.size(), 1u);
   EXPECT_EQ(failures[0]["mode"], "restart") << failures[0].dump();
   EXPECT_EQ(failures[0]["steps_recomputed"], 0);
+}
+
+// A job that grew in place (its third process started by MPI_Comm_spawn and merged into the
+// job's communicator) loses that new process: the survivors' communicator is made over the merged
+// one, and the two original processes go on in place with the same bits.
+TEST_F(InPlaceRecovery, GrownJobLosesItsNewProcessInPlace) {
+  const std::string out = freshDir("recovery_in_place_grown");
+  tl::testing::CommandResult result;
+  std::thread job([&] {
+    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=1500 " + tlRun(2, out), 300, freshDir("recovery_in_place_grown_cmd"));
+  });
+  EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= 2 && rankProcesses(out).size() == 2u; }, 120));
+  rescaleTo(out, 3);
+  const std::vector<pid_t> pids = pidsByRank(out);
+  ASSERT_EQ(pids.size(), 3u);
+  const int64_t grownAt = lastStep(out);
+  ::kill(pids[2], SIGKILL);
+  std::cout << "grown to 3 processes, the started one killed after step " << grownAt << std::endl;
+  job.join();
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_EQ(result.err.find("restart"), std::string::npos) << result.err;
+  const json summary = json::parse(slurp(out + "/summary.json"));
+  EXPECT_EQ(summary["params_sha256"], reference());
+  EXPECT_EQ(summary["inplace_rescales"], 1);
+  const auto failures = records(out, "failure");
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0]["mode"], "in-place") << failures[0].dump();
+  EXPECT_EQ(failures[0]["processes_after"], 2);
+  EXPECT_EQ(failures[0]["steps_recomputed"], 0);
+  expectEveryStepOnce(out);
+}
+
+// A process that left the job by an in-place shrink waits in MPI_Finalize for the others; when a
+// member is then lost and the survivors go on in place (and end with _exit), it must still end,
+// and tl-run with it.
+TEST_F(InPlaceRecovery, ShrunkJobLosesARankAndEveryProcessEnds) {
+  const std::string out = freshDir("recovery_in_place_shrunk");
+  tl::testing::CommandResult result;
+  std::thread job([&] {
+    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=700 " + tlRun(3, out), 150, freshDir("recovery_in_place_shrunk_cmd"));
+  });
+  EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= 2 && rankProcesses(out).size() == 3u; }, 120));
+  const std::vector<pid_t> before = pidsByRank(out);
+  ASSERT_EQ(before.size(), 3u);
+  rescaleTo(out, 2);  // rank 2 leaves
+  const std::vector<pid_t> after = pidsByRank(out);
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_TRUE(running(before[2])) << "the process that left waits for the job's end";
+  ::kill(after[1], SIGKILL);
+  job.join();
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_FALSE(running(before[2])) << "the process that left ended with the job";
+  const json summary = json::parse(slurp(out + "/summary.json"));
+  EXPECT_EQ(summary["params_sha256"], reference());
+  const auto failures = records(out, "failure");
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0]["mode"], "in-place") << failures[0].dump();
+  EXPECT_EQ(failures[0]["processes_after"], 1);
+  EXPECT_EQ(failures[0]["steps_recomputed"], 0);
+  expectEveryStepOnce(out);
 }
 
 }  // namespace
