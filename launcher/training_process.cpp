@@ -158,6 +158,21 @@ est::StepObserver& TrainingProcess::boundaryHooks() {
   return *usageObserver_;
 }
 
+// Under tl-run with in place armed, after members were lost: the survivors go on in their
+// processes (or, when that cannot work, this process writes its copy for a restart and exits).
+void TrainingProcess::recoverInPlace(est::EstExecutor& executor) {
+  elastic::recoverInPlace(
+      *recovery_, *membership_.host, executor,
+      [this](std::unique_ptr<comm::Communicator> survivors) -> comm::Communicator& {
+        // The old communicator is never freed: MPI_Comm_free would wait for its lost members.
+        (void)membership_.host.release();
+        membership_.host = std::move(survivors);
+        return membership_.forExecutor(*membership_.host);
+      },
+      membership_.useNccl);
+  controller_.survivorsWentOn(executor);
+}
+
 int TrainingProcess::trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, const TrainingEnding& ending) {
   est::EstExecutor& executor = *owned;
   est::StepObserver& hooks = boundaryHooks();
@@ -168,19 +183,13 @@ int TrainingProcess::trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, con
       result = executor.run(metrics_, &hooks);
       break;
     } catch (const comm::MembersLost&) {
-      // Under tl-run with in place armed: the survivors go on in their processes (or, when that
-      // cannot work, this process writes its copy for a restart and exits).
       if (!recovery_ || !inPlaceArmed()) throw;
-      elastic::recoverInPlace(
-          *recovery_, *membership_.host, executor,
-          [this](std::unique_ptr<comm::Communicator> survivors) -> comm::Communicator& {
-            // The old communicator is never freed: MPI_Comm_free would wait for its lost members.
-            (void)membership_.host.release();
-            membership_.host = std::move(survivors);
-            return membership_.forExecutor(*membership_.host);
-          },
-          membership_.useNccl);
-      controller_.survivorsWentOn(executor);
+      recoverInPlace(executor);
+    } catch (const comm::CollectiveTimeout& timeout) {
+      // The hang timeout: a member stopped on this host is ended, and the others go on in place
+      // as after a kill; anything else takes the restart path (tl-launch's main writes the copy).
+      if (!recovery_ || !inPlaceArmed() || !recovery_->endHungMembers(timeout.absentRanks())) throw;
+      recoverInPlace(executor);
     }
   }
   controller_.finish(policy_.stopped() ? "the job stopped" : "the job has finished");

@@ -57,6 +57,9 @@ class TrainingProcess {
 
  private:
   est::StepObserver& boundaryHooks();
+  // After members were lost (or a stopped one was ended): elastic::recoverInPlace, then the
+  // controller follows the survivors.
+  void recoverInPlace(est::EstExecutor& executor);
   void followMembers();
 
   elastic::Membership& membership_;

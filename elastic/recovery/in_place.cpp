@@ -167,8 +167,9 @@ void recoverInPlace(RecoveryGuard& guard, comm::Communicator& oldHost, est::EstE
   failure.mode = "in-place";
   failure.lostRanks = lost;
   failure.lostHosts = std::vector<std::string>{};
-  failure.detectedBy = "member-watcher";
-  failure.reason = "member process(es) ended";
+  failure.detectedBy = guard.endedHungMembers() ? "hang-timeout" : "member-watcher";
+  failure.reason = guard.endedHungMembers() ? "member process(es) stopped for the hang timeout, then ended"
+                                            : "member process(es) ended";
   failure.boundaryStep = boundary;
   failure.stepsRecomputed = 0;
   failure.processesBefore = before;

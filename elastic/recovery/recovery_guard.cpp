@@ -42,14 +42,19 @@ void onProcessLoss() {
   [[maybe_unused]] ssize_t n = ::write(gWakePipe[1], &byte, 1);
 }
 
-// A process of this host that has ended (gone, a zombie, or dead).
-bool processEnded(int64_t pid) {
+// The state letter of a process of this host (/proc/PID/stat: R, S, T, Z, ...); 0 when gone.
+char processState(int64_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
-  if (!std::getline(stat, line)) return true;
+  if (!std::getline(stat, line)) return 0;
   const size_t paren = line.rfind(')');
-  const char state = paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : 0;
-  return state == 'Z' || state == 'X' || state == 'x';
+  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : 0;
+}
+
+// A process of this host that has ended (gone, a zombie, or dead).
+bool processEnded(int64_t pid) {
+  const char state = processState(pid);
+  return state == 0 || state == 'Z' || state == 'X' || state == 'x';
 }
 
 }  // namespace
@@ -148,6 +153,62 @@ void RecoveryGuard::watchMembers() {
       if (newLoss) comm::abandonCollectives();
     }
   });
+}
+
+bool RecoveryGuard::endHungMembers(const std::vector<int>& ranks) {
+  if (ranks.empty() || !memberWatcher_.joinable()) {
+    spdlog::info("a collective timed out without naming its absent ranks ({}), or in place is not armed: the restart "
+                 "path takes over",
+                 ranks.size());
+    return false;
+  }
+  std::vector<elastic::Member> hung;
+  {
+    std::lock_guard<std::mutex> lock(watchMutex_);
+    for (int rank : ranks) {
+      const auto m = std::find_if(watched_.begin(), watched_.end(), [&](const elastic::Member& x) { return x.rank == rank; });
+      if (m == watched_.end() || m->rank == 0 || m->host != host_ || m->pid <= 1 || m->pid == int64_t(::getpid())) {
+        spdlog::info("rank {} held the job for the hang timeout and is not a stopped process of this host other than "
+                     "the lead: the restart path takes over",
+                     rank);
+        return false;
+      }
+      // Stopped, or ended (another survivor ended it just now: for a moment it runs to die, so
+      // look again for up to a second); anything else is a slow peer, for the restart path.
+      char state = processState(m->pid);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      while (state != 'T' && state != 't' && !processEnded(m->pid) && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        state = processState(m->pid);
+      }
+      if (state != 'T' && state != 't' && !processEnded(m->pid)) {
+        spdlog::info("rank {} (pid {}) held the job for the hang timeout but is not stopped (state {}): the restart "
+                     "path takes over",
+                     rank, m->pid, state);
+        return false;
+      }
+      hung.push_back(*m);
+    }
+  }
+  for (const elastic::Member& m : hung) {
+    if (processEnded(m.pid)) continue;
+    spdlog::warn("rank {} (pid {}) is stopped and held the job for the hang timeout: ending it, the others go on in place",
+                 m.rank, m.pid);
+    ::kill(pid_t(m.pid), SIGKILL);
+  }
+  endedHung_.store(true);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < until) {
+    {
+      std::lock_guard<std::mutex> lock(watchMutex_);
+      if (std::all_of(hung.begin(), hung.end(), [&](const elastic::Member& m) {
+            return std::find(gone_.begin(), gone_.end(), m) != gone_.end();
+          }))
+        return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
 }
 
 RecoveryGuard::Losses RecoveryGuard::losses() const {

@@ -91,6 +91,15 @@ class RecoveryGuard final : public est::StepObserver {
     double snapshotAt = 0;   // when this process's last boundary was taken, at that moment
   };
   Losses losses() const;
+  // In place, after a collective timed out (the hang timeout) naming `ranks` absent: when every
+  // one of them is a stopped process of this host (SIGSTOP, a debugger: a hang, not a slow
+  // peer), ends them with SIGKILL, waits until the member watcher has counted them lost (at
+  // most 2 s) and returns true, so that the survivors go on in place as after a kill. Otherwise
+  // (a rank on another host, one still running, the lead, this process) does nothing and
+  // returns false: the restart path handles it, as before.
+  bool endHungMembers(const std::vector<int>& ranks);
+  // Whether the losses of this recovery were hung members that endHungMembers ended.
+  bool endedHungMembers() const { return endedHung_.load(); }
   // The job at this process's last completed boundary (a copy on the CPU), and its step.
   est::JobState currentState();
   int64_t currentStep();
@@ -131,6 +140,7 @@ class RecoveryGuard final : public est::StepObserver {
   double firstGoneAt_ = 0;
   double goneSnapshotAt_ = 0;
   std::atomic<bool> stopWatching_{false};
+  std::atomic<bool> endedHung_{false};
   std::thread memberWatcher_;
 };
 

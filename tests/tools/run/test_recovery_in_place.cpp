@@ -40,8 +40,9 @@ std::string jobFlags() {
          " --model cnn --logical-workers 4 --batch 8 --seed 5 --log-every 0 --steps " + std::to_string(kSteps);
 }
 
-std::string tlRun(int np, const std::string& out, const std::string& own = "") {
-  return std::string(TL_RUN_BIN) + " --np " + std::to_string(np) + " --max-restarts 2 --hang-timeout 20" + own +
+std::string tlRun(int np, const std::string& out, const std::string& own = "", int hangTimeout = 20) {
+  return std::string(TL_RUN_BIN) + " --np " + std::to_string(np) + " --max-restarts 2 --hang-timeout " +
+         std::to_string(hangTimeout) + own +
          " --mpirun " + TL_MPIEXEC + " --mpirun-args --oversubscribe --launch " + TL_LAUNCH_BIN + " --" + jobFlags() +
          " --output-dir " + out;
 }
@@ -300,6 +301,41 @@ TEST_F(InPlaceRecovery, ShrunkJobLosesARankAndEveryProcessEnds) {
   EXPECT_EQ(failures[0]["processes_after"], 1);
   EXPECT_EQ(failures[0]["steps_recomputed"], 0);
   expectEveryStepOnce(out);
+}
+
+// A rank stopped (SIGSTOP: a hang, not a death): the survivors' collective times out after
+// --hang-timeout and names it; it is a stopped process of their host, so they end it with
+// SIGKILL and go on in place, as after a kill, with the same bits.
+TEST_F(InPlaceRecovery, StoppedRankIsEndedAndTheOthersGoOnInPlace) {
+  const std::string out = freshDir("recovery_in_place_stopped");
+  tl::testing::CommandResult result;
+  std::thread job([&] {
+    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=300 " + tlRun(3, out, "", 5), 200,
+                        freshDir("recovery_in_place_stopped_cmd"));
+  });
+  EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= 3 && rankProcesses(out).size() == 3u; }, 120));
+  const std::vector<pid_t> pids = pidsByRank(out);
+  ASSERT_EQ(pids.size(), 3u);
+  ::kill(pids[1], SIGSTOP);
+  const double stoppedAt = tl::unixNow();
+  job.join();
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_EQ(result.err.find("restart"), std::string::npos) << result.err;
+  EXPECT_FALSE(running(pids[1])) << "the stopped rank was ended";
+  const json summary = json::parse(slurp(out + "/summary.json"));
+  EXPECT_EQ(summary["params_sha256"], reference());
+  const auto failures = records(out, "failure");
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0]["mode"], "in-place") << failures[0].dump();
+  EXPECT_EQ(failures[0]["detected_by"], "hang-timeout") << failures[0].dump();
+  EXPECT_EQ(failures[0]["lost_ranks"], json::array({1})) << failures[0].dump();
+  EXPECT_EQ(failures[0]["processes_after"], 2);
+  EXPECT_EQ(failures[0]["steps_recomputed"], 0);
+  expectEveryStepOnce(out);
+  const auto recoveries = records(out, "recovery");
+  ASSERT_EQ(recoveries.size(), 1u);
+  std::cout << "SIGSTOP -> detected (hang timeout 5 s) " << recoveries[0]["detected_at"].get<double>() - stoppedAt
+            << " s" << std::endl;
 }
 
 }  // namespace
