@@ -17,6 +17,7 @@
 #include "common/check.h"
 #include "common/files.h"
 #include "common/signals.h"
+#include "tools/run/grow_back.h"
 
 extern char** environ;
 
@@ -107,9 +108,13 @@ int waitForMpirun(pid_t pid, const SupervisorOptions& o, const elastic::Recovery
   std::optional<Clock::time_point> firstCopy;
   const auto started = std::filesystem::file_time_type::clock::now();
   bool interruptSent = false;
+  // In place: after a recovery the job asks to grow back to this launch's size (--grow-back).
+  std::optional<GrowBack> growBack;
+  if (o.inPlace && o.growBack) growBack.emplace(std::filesystem::path(paths.dir).parent_path().string(), processes);
   for (;;) {
     int status = 0;
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (growBack && done != pid) growBack->poll();
     if (done == pid) {
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       if (o.inPlace && code == 0) return inPlaceStatus(paths, processes, started);

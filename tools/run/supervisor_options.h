@@ -22,6 +22,9 @@ struct SupervisorOptions {
   // elastic/recovery/in_place.h), falling back to a restart when that cannot work; false: every
   // loss restarts the job (tl-run --recovery restart). tl-run's command line defaults to true.
   bool inPlace = false;
+  // In place: after a recovery, grow the job back in place to the launch's process count (the
+  // slots the lost processes held are free again on this host). tl-run --grow-back on|off.
+  bool growBack = true;
 };
 
 // How one launch ended.

@@ -58,6 +58,11 @@ int run(int argc, char** argv) {
                   "in-place: the survivors of a lost rank go on in their processes (mpirun --enable-recovery), "
                   "falling back to a restart when that cannot work; restart: every loss restarts the job")
       ->capture_default_str();
+  std::string growBack = "on";
+  app->add_option("--grow-back", growBack,
+                  "on: after an in-place recovery, the job grows back in place to --np processes (tl-ctl "
+                  "rescale over its control channel); off: it goes on with the survivors")
+      ->capture_default_str();
   app->add_option("--hosts", hosts, "host:slots,... for mpirun --host; lost hosts are left out of restarts");
   app->add_option("--mpirun", o.mpirun, "the mpirun to use")->capture_default_str();
   app->add_option("--mpirun-args", mpirunArgs, "more mpirun arguments, e.g. \"--oversubscribe\"");
@@ -67,6 +72,8 @@ int run(int argc, char** argv) {
   TL_REQUIRE(recovery == "in-place" || recovery == "restart", "--recovery: '", recovery,
              "' is not a recovery mode; give in-place or restart");
   o.inPlace = recovery == "in-place";
+  TL_REQUIRE(growBack == "on" || growBack == "off", "--grow-back: '", growBack, "' is not on or off");
+  o.growBack = growBack == "on";
   if (!hosts.empty()) o.hosts = tl::cli::parseHostList(hosts, "--hosts");
   const std::string here = tl::hostName();
   for (const auto& h : o.hosts) {

@@ -250,7 +250,8 @@ TEST_F(InPlaceRecovery, GrownJobLosesItsNewProcessInPlace) {
   const std::string out = freshDir("recovery_in_place_grown");
   tl::testing::CommandResult result;
   std::thread job([&] {
-    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=1500 " + tlRun(2, out), 300, freshDir("recovery_in_place_grown_cmd"));
+    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=1500 " + tlRun(2, out, " --grow-back off"), 300,
+                        freshDir("recovery_in_place_grown_cmd"));
   });
   EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= 2 && rankProcesses(out).size() == 2u; }, 120));
   rescaleTo(out, 3);
@@ -280,7 +281,8 @@ TEST_F(InPlaceRecovery, ShrunkJobLosesARankAndEveryProcessEnds) {
   const std::string out = freshDir("recovery_in_place_shrunk");
   tl::testing::CommandResult result;
   std::thread job([&] {
-    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=700 " + tlRun(3, out), 150, freshDir("recovery_in_place_shrunk_cmd"));
+    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=700 " + tlRun(3, out, " --grow-back off"), 150,
+                        freshDir("recovery_in_place_shrunk_cmd"));
   });
   EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= 2 && rankProcesses(out).size() == 3u; }, 120));
   const std::vector<pid_t> before = pidsByRank(out);
@@ -336,6 +338,45 @@ TEST_F(InPlaceRecovery, StoppedRankIsEndedAndTheOthersGoOnInPlace) {
   ASSERT_EQ(recoveries.size(), 1u);
   std::cout << "SIGSTOP -> detected (hang timeout 5 s) " << recoveries[0]["detected_at"].get<double>() - stoppedAt
             << " s" << std::endl;
+}
+
+// After an in-place recovery tl-run grows the job back to --np in place (over its control
+// channel), and a second loss after the grow-back is survived in place too; the same bits.
+TEST_F(InPlaceRecovery, GrowsBackThenSurvivesASecondLoss) {
+  const std::string out = freshDir("recovery_in_place_grow_back");
+  tl::testing::CommandResult result;
+  std::thread job([&] {
+    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=2000 " + tlRun(3, out), 300, freshDir("recovery_in_place_grow_back_cmd"));
+  });
+  EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= 2 && rankProcesses(out).size() == 3u; }, 120));
+  std::vector<pid_t> pids = pidsByRank(out);
+  ASSERT_EQ(pids.size(), 3u);
+  ::kill(pids[2], SIGKILL);
+  // The grow-back: a rescale from 2 processes to 3 after the recovery.
+  const bool grew = waitUntil([&] { return !records(out, "rescale").empty(); }, 120);
+  EXPECT_TRUE(grew) << "no grow-back before the job's end";
+  if (grew) {
+    pids = pidsByRank(out);
+    EXPECT_EQ(pids.size(), 3u);
+    if (pids.size() == 3u) ::kill(pids[1], SIGKILL);  // a second loss, of an original process
+  }
+  job.join();
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_NE(result.err.find("tl-run: growing back to 3 processes in place: rescaled from 2 processes"),
+            std::string::npos)
+      << result.err;
+  const json summary = json::parse(slurp(out + "/summary.json"));
+  EXPECT_EQ(summary["params_sha256"], reference());
+  const auto failures = records(out, "failure");
+  ASSERT_EQ(failures.size(), grew ? 2u : 1u);
+  for (const json& f : failures) {
+    EXPECT_EQ(f["mode"], "in-place") << f.dump();
+    EXPECT_EQ(f["steps_recomputed"], 0);
+  }
+  const auto rescales = records(out, "rescale");
+  ASSERT_FALSE(rescales.empty());
+  EXPECT_EQ(rescales[0]["from"], "2,2") << rescales[0].dump();
+  expectEveryStepOnce(out);
 }
 
 }  // namespace
