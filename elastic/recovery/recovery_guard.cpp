@@ -15,6 +15,7 @@
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/files.h"
+#include "common/process_state.h"
 #include "common/signals.h"
 #include "elastic/checkpoint/job_checkpoint.h"
 #include "runtime/comm/collective_timeout.h"
@@ -40,15 +41,6 @@ void onTerminate(int) {
 void onProcessLoss() {
   const char byte = 'l';
   [[maybe_unused]] ssize_t n = ::write(gWakePipe[1], &byte, 1);
-}
-
-// The state letter of a process of this host (/proc/PID/stat: R, S, T, Z, ...); 0 when gone.
-char processState(int64_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return 0;
-  const size_t paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : 0;
 }
 
 // A process of this host that has ended (gone, a zombie, or dead).

@@ -16,6 +16,7 @@
 
 #include "common/check.h"
 #include "common/files.h"
+#include "common/process_state.h"
 #include "common/signals.h"
 #include "tools/run/grow_back.h"
 
@@ -38,15 +39,6 @@ pid_t spawn(const std::vector<std::string>& argv) {
   const int rc = posix_spawnp(&pid, cargs[0], nullptr, nullptr, cargs.data(), environ);
   if (rc != 0) inputError("--mpirun: cannot start '", argv[0], "': ", std::strerror(rc));
   return pid;
-}
-
-// The state letter of a process of this host ('Z' zombie, 'T' stopped, 0 when it is gone).
-char processState(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return 0;
-  const size_t paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : 0;
 }
 
 // A process of this host that has not ended (a zombie has).
