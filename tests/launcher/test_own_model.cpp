@@ -12,6 +12,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/launcher/own_model_fixture.h"
 #include "tests/support/background_job.h"
 #include "tests/support/consistency_csv.h"
 #include "tests/support/rank_processes.h"
@@ -24,41 +25,20 @@ using tl::testing::freshDir;
 using tl::testing::runCommand;
 using tl::testing::slurp;
 
-std::string gData, gModels, gTokens;
-bool gNoTorch = false;
 
 std::string summarySha(const std::string& out) {
   return nlohmann::json::parse(slurp(out + "/summary.json")).at("params_sha256");
 }
 
-std::string script() { return std::string(TL_SOURCE_DIR) + "/tests/launcher/own_models.py"; }
 
-class OwnModel : public ::testing::Test {
+class OwnModel : public tl::testing::OwnModelFixture {
  protected:
-  static void SetUpTestSuite() {
-    std::string error;
-    gData = tl::testing::makeSyntheticCifar("own_model_data", 256, 64, 1, &error);
-    ASSERT_EQ(error, "");
-    gTokens = freshDir("own_model_tokens");
-    auto t = runCommand(std::string(TL_DATA_BIN) + " tokens-synth --out " + gTokens + " --train 2000 --val 200 --vocab 32",
-                        60, gTokens);
-    ASSERT_EQ(t.exitCode, 0) << t.err;
-    gModels = freshDir("own_model_modules");
-    auto r = runCommand(std::string(TL_TORCH_PYTHON) + " " + script() + " export " + gModels, 300, gModels);
-    gNoTorch = r.exitCode == 77;
-    ASSERT_TRUE(r.exitCode == 0 || gNoTorch) << r.out << r.err;
-  }
-
-  void SetUp() override {
-    if (gNoTorch) GTEST_SKIP() << TL_TORCH_PYTHON << " has no torch: cannot export TorchScript modules";
-  }
-
-  static std::string module(const std::string& name) { return gModels + "/" + name; }
+  static void SetUpTestSuite() { prepare("own_model"); }
 
   // tl-launch on the synthetic data; `np` 0: without mpirun (for --check).
   static CommandResult launch(int np, const std::string& out, const std::string& flags) {
     const std::string cmd = (np > 0 ? tl::testing::mpirunPrefix(np) : std::string()) + TL_LAUNCH_BIN +
-                            " --dataset cifar10 --data-dir " + gData +
+                            " --dataset cifar10 --data-dir " + images() +
                             " --batch 8 --log-every 0 --workers 1 --output-dir " + out + " " + flags;
     return runCommand(cmd, 300, out);
   }
@@ -66,7 +46,7 @@ class OwnModel : public ::testing::Test {
   // tl-launch of a loss-returning module on the token data (32 ids, 8 per sample).
   static CommandResult launchTokens(int np, const std::string& out, const std::string& flags, int logEvery = 0) {
     const std::string cmd = (np > 0 ? tl::testing::mpirunPrefix(np) : std::string()) + TL_LAUNCH_BIN +
-                            " --dataset tokens --seq-len 8 --data-dir " + gTokens + " --model-returns loss --batch 4" +
+                            " --dataset tokens --seq-len 8 --data-dir " + tokens() + " --model-returns loss --batch 4" +
                             " --log-every " + std::to_string(logEvery) + " --workers 1 --output-dir " + out + " " + flags;
     return runCommand(cmd, 300, out);
   }
@@ -95,13 +75,13 @@ TEST_F(OwnModel, SameBitsOnEveryPlacementAndAcrossACheckpointRestart) {
   std::filesystem::copy_file(module("bn_dropout_cnn.pt"), moved);
   const std::string resumed = freshDir("own_model_resumed");
   r = runCommand(tl::testing::mpirunPrefix(1) + TL_LAUNCH_BIN + " --resume " + first + "/checkpoint --data-dir " +
-                     gData + " --output-dir " + resumed + " --log-every 0 --model-file " + moved,
+                     images() + " --output-dir " + resumed + " --log-every 0 --model-file " + moved,
                  300, resumed);
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_EQ(sha(resumed), shas[0]);
   // ...another module is refused, naming both hashes.
   const std::string other = freshDir("own_model_other");
-  r = runCommand(std::string(TL_LAUNCH_BIN) + " --check --resume " + first + "/checkpoint --data-dir " + gData +
+  r = runCommand(std::string(TL_LAUNCH_BIN) + " --check --resume " + first + "/checkpoint --data-dir " + images() +
                      " --model-file " + module("other_cnn.pt"),
                  120, other);
   EXPECT_EQ(r.exitCode, 2);
@@ -181,7 +161,7 @@ void checkContract(const std::string& name, const std::string& job) {
 TEST_F(OwnModel, ContractForAScriptedCnnWithBatchNormAndDropout) {
   checkContract(
       "own_contract_cnn",
-      " --dataset cifar10 --data-dir " + gData + " --model-file " + module("bn_dropout_cnn.pt") +
+      " --dataset cifar10 --data-dir " + images() + " --model-file " + module("bn_dropout_cnn.pt") +
           " --batch 8 --logical-workers 4 --steps 400 --seed 3 --log-every 0 --workers 1");
 }
 
@@ -189,7 +169,7 @@ TEST_F(OwnModel, ContractForAScriptedCnnWithBatchNormAndDropout) {
 TEST_F(OwnModel, ContractForAScriptedGptOnTokens) {
   checkContract(
       "own_contract_gpt",
-      " --dataset tokens --seq-len 8 --data-dir " + gTokens + " --model-returns loss" +
+      " --dataset tokens --seq-len 8 --data-dir " + tokens() + " --model-returns loss" +
           " --model-file " + module("tiny_gpt.pt") +
           " --batch 4 --logical-workers 4 --steps 400 --seed 3 --log-every 0 --workers 1");
 }
@@ -199,7 +179,7 @@ TEST_F(OwnModel, ContractForAScriptedGptOnTokens) {
 TEST_F(OwnModel, ContractForAScriptedGptWithTheGptRecipe) {
   checkContract(
       "own_contract_gpt_recipe",
-      " --dataset tokens --seq-len 8 --data-dir " + gTokens + " --model-returns loss" +
+      " --dataset tokens --seq-len 8 --data-dir " + tokens() + " --model-returns loss" +
           " --model-file " + module("tiny_gpt.pt") +
           " --batch 4 --logical-workers 4 --steps 400 --seed 3 --log-every 0 --workers 1" +
           " --optimizer adamw --lr 0.003 --beta2 0.95 --weight-decay 0.1 --weight-decay-on matrices" +
@@ -281,7 +261,7 @@ TEST_F(OwnModel, TokenIdsBeyondTheModuleAreRefused) {
   auto r = launchTokens(0, out, "--check --model-file " + module("gpt_vocab16.pt"));
   EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("gpt_vocab16.pt"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(gTokens + "/train.npy' holds token id 31"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(tokens() + "/train.npy' holds token id 31"), std::string::npos) << r.err;
   EXPECT_EQ(tl::testing::countOccurrences(r.err, "\n"), 1) << r.err;
   // A real launch refuses before its first step.
   r = launchTokens(2, out, "--steps 2 --model-file " + module("gpt_vocab16.pt"));

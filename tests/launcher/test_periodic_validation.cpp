@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "tests/launcher/own_model_fixture.h"
 #include "tests/support/background_job.h"
 #include "tests/support/run_command.h"
 
@@ -21,10 +22,7 @@ using tl::testing::freshDir;
 using tl::testing::runCommand;
 using tl::testing::slurp;
 
-std::string gData, gModels, gTokens;
-bool gNoTorch = false;
 
-std::string script() { return std::string(TL_SOURCE_DIR) + "/tests/launcher/own_models.py"; }
 
 nlohmann::json summary(const std::string& out) { return nlohmann::json::parse(slurp(out + "/summary.json")); }
 
@@ -55,32 +53,13 @@ void expectSameEvals(const std::map<int64_t, double>& got, const std::map<int64_
   }
 }
 
-class PeriodicValidation : public ::testing::Test {
+class PeriodicValidation : public tl::testing::OwnModelFixture {
  protected:
-  static void SetUpTestSuite() {
-    std::string error;
-    gData = tl::testing::makeSyntheticCifar("eval_data", 256, 64, 1, &error);
-    ASSERT_EQ(error, "");
-    gTokens = freshDir("eval_tokens");
-    // 200 validation tokens: 24 samples of 8 (6 batches of 4).
-    auto t = runCommand(std::string(TL_DATA_BIN) + " tokens-synth --out " + gTokens + " --train 2000 --val 200 --vocab 32",
-                        60, gTokens);
-    ASSERT_EQ(t.exitCode, 0) << t.err;
-    gModels = freshDir("eval_modules");
-    auto r = runCommand(std::string(TL_TORCH_PYTHON) + " " + script() + " export " + gModels, 300, gModels);
-    gNoTorch = r.exitCode == 77;
-    ASSERT_TRUE(r.exitCode == 0 || gNoTorch) << r.out << r.err;
-  }
-
-  void SetUp() override {
-    if (gNoTorch) GTEST_SKIP() << TL_TORCH_PYTHON << " has no torch: cannot export TorchScript modules";
-  }
-
-  static std::string module(const std::string& name) { return gModels + "/" + name; }
+  static void SetUpTestSuite() { prepare("eval"); }
 
   // examples/gpt's decoder at its smallest on the token data; `np` 0: without mpirun (--check).
   static std::string gptJob(int steps) {
-    return " --dataset tokens --seq-len 8 --data-dir " + gTokens + " --model-returns loss --model-file " +
+    return " --dataset tokens --seq-len 8 --data-dir " + tokens() + " --model-returns loss --model-file " +
            module("tiny_gpt.pt") + " --batch 4 --logical-workers 4 --steps " + std::to_string(steps) +
            " --seed 3 --log-every 0 --workers 1 --optimizer adamw --lr 0.003";
   }
@@ -175,7 +154,7 @@ TEST_F(PeriodicValidation, SameValLossThroughAnInPlaceShrinkAndGrow) {
 // BatchNorm and dropout: validating in eval mode touches neither the running statistics nor
 // the generators the training draws from, and the model trains on in training mode.
 TEST_F(PeriodicValidation, BatchNormAndDropoutTrainTheSameWithValidation) {
-  const std::string job = " --dataset cifar10 --data-dir " + gData + " --model-file " + module("bn_dropout_cnn.pt") +
+  const std::string job = " --dataset cifar10 --data-dir " + images() + " --model-file " + module("bn_dropout_cnn.pt") +
                           " --batch 8 --logical-workers 4 --steps 6 --seed 3 --log-every 0 --workers 1";
   const std::string plain = freshDir("eval_bn_plain"), validated = freshDir("eval_bn_validated");
   ASSERT_EQ(launch(2, plain, job, "--placement 3,1").exitCode, 0);

@@ -36,7 +36,8 @@ class BackgroundJob {
       : dir_(dir) {
     if (mpirun.empty()) mpirun = mpirunPrefix(np);
     const std::string command = "(timeout -k 5 300 " + mpirun + TL_LAUNCH_BIN + flags +
-                                " >" + dir + "/job.out 2>" + dir + "/job.err; echo $? >" + dir + "/rc) &";
+                                " >" + dir + "/job.out 2>" + dir + "/job.err; echo $? >" + dir + "/rc.tmp; mv " + dir + "/rc.tmp " + dir +
+                                "/rc) &";  // rc appears whole: ended() may be asked while it is written
     EXPECT_EQ(std::system(command.c_str()), 0);
   }
   ~BackgroundJob() { wait(); }
