@@ -498,28 +498,6 @@ std::unique_ptr<Communicator> createMpiWorldCommunicator(const MpiCommunicatorOp
   return std::make_unique<MpiCommunicator>(world, options);
 }
 
-std::unique_ptr<Communicator> createSurvivorsCommunicator(Communicator& comm, const std::vector<int>& lostRanks) {
-  checkOnMpiThread("createSurvivorsCommunicator");
-  auto* mpi = dynamic_cast<MpiCommunicator*>(&comm);
-  TL_CHECK(mpi != nullptr, "survivors' communicator: expected an MPI communicator, got ", comm.backend());
-  for (int r : lostRanks) TL_CHECK(r >= 0 && r < comm.size(), "survivors' communicator: no rank ", r);
-  TL_CHECK(std::find(lostRanks.begin(), lostRanks.end(), comm.rank()) == lostRanks.end(),
-           "survivors' communicator: this process is among the lost");
-  MPI_Group all = MPI_GROUP_NULL, survivors = MPI_GROUP_NULL;
-  TL_MPI_CHECK(MPI_Comm_group(mpi->handle(), &all));
-  TL_MPI_CHECK(MPI_Group_excl(all, int(lostRanks.size()), lostRanks.data(), &survivors));
-  MPI_Comm child = MPI_COMM_NULL;
-  // Collective over the survivors only (MPI_Comm_split would wait for the lost members too).
-  constexpr int kSurvivorsTag = 0x71c0;
-  const int rc = MPI_Comm_create_group(mpi->handle(), survivors, kSurvivorsTag, &child);
-  MPI_Group_free(&survivors);
-  MPI_Group_free(&all);
-  TL_MPI_CHECK(rc);
-  auto communicator = std::make_unique<MpiCommunicator>(child, mpi->options());
-  communicator->setTimeout(comm.timeout());
-  return communicator;
-}
-
 namespace detail {
 
 MPI_Comm mpiHandle(Communicator& comm) {
@@ -528,8 +506,14 @@ MPI_Comm mpiHandle(Communicator& comm) {
   return mpi->handle();
 }
 
-std::unique_ptr<Communicator> adoptMpiCommunicator(MPI_Comm comm) {
-  return std::make_unique<MpiCommunicator>(comm, MpiCommunicatorOptions{});
+const MpiCommunicatorOptions& mpiOptions(Communicator& comm) {
+  auto* mpi = dynamic_cast<MpiCommunicator*>(&comm);
+  TL_CHECK(mpi != nullptr, "expected an MPI communicator, got ", comm.backend());
+  return mpi->options();
+}
+
+std::unique_ptr<Communicator> adoptMpiCommunicator(MPI_Comm comm, const MpiCommunicatorOptions& options) {
+  return std::make_unique<MpiCommunicator>(comm, options);
 }
 
 }  // namespace detail

@@ -11,6 +11,7 @@
 
 #include "common/check.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/comm/mpi/mpi_communicator.h"
 
 namespace tl::comm::detail {
 
@@ -36,8 +37,10 @@ MPI_Op reductionOperation(ReduceOp op);
 
 // The MPI communicator behind an MPI backend's Communicator (tl::Error for other backends).
 MPI_Comm mpiHandle(Communicator& comm);
-// A Communicator owning `comm` (freed when it is destroyed), with default options.
-std::unique_ptr<Communicator> adoptMpiCommunicator(MPI_Comm comm);
+// The options an MPI backend's Communicator was made with (tl::Error for other backends).
+const MpiCommunicatorOptions& mpiOptions(Communicator& comm);
+// A Communicator owning `comm` (freed when it is destroyed).
+std::unique_ptr<Communicator> adoptMpiCommunicator(MPI_Comm comm, const MpiCommunicatorOptions& options = {});
 
 // Frees a derived datatype when the scope ends. MPI allows this as soon as the operations
 // using it are started.
