@@ -38,7 +38,8 @@ void RunRecorder::recordStep(const StepRecord& s, bool lead) {
   result_.finalLoss = s.global.meanLoss();
   result_.computeSeconds += s.computeSeconds;
   const double ips = s.stepSeconds > 0 ? double(s.global.samples) / s.stepSeconds : 0;
-  if (!lead) return;
+  // Made on every process: a survivor that takes over from a lost lead logs the step the lead
+  // did not (MetricsLog::noteStep).
   nlohmann::json record = {{"type", "step"}, {"step", s.stepsDone}, {"epoch", currentEpoch_},
                            {"loss", s.global.meanLoss()}, {"lr", s.lr},
                            {"images_per_s", ips}, {"data_wait_s", epoch_.dataWait},
@@ -54,6 +55,8 @@ void RunRecorder::recordStep(const StepRecord& s, bool lead) {
     record["overlap_buckets_during_backward"] = s.overlap->startedDuringBackward;
     record["overlap_lead_s"] = s.overlap->leadSeconds;
   }
+  metrics_.noteStep(record);
+  if (!lead) return;
   metrics_.write(record);
   if (config_.logEvery > 0 && (s.stepsDone % config_.logEvery == 0 || s.stepsDone == plan_.totalSteps)) {
     const std::string acc = result_.hasAccuracy ? fmt::format(" acc {:.3f}", s.global.accuracy()) : "";

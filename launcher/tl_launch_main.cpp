@@ -104,7 +104,7 @@ int runJoined(comm::ParentLink& lead) {
   if (!joined) return 0;
   elastic::ElasticSettings settings;
   settings.offer = joined->offer;
-  train::MetricsLog metrics;  // never the lead: rank 0 never leaves
+  train::MetricsLog metrics;  // not the lead, unless every process started with the job is lost
   launcher::TrainingProcess process(joined->membership, *usageRecorder, metrics, settings, &gStopRequested);
   int rc = 0;
   try {
@@ -241,6 +241,9 @@ int runLaunch(int argc, char** argv) {
   const elastic::ElasticSettings settings =
       elasticSettingsFor(options, joinOfferFor(job, options), membership.host->size());
   launcher::TrainingProcess process(membership, *usageRecorder, metrics, settings, &gStopRequested);
+  // The lead's folder locks die with it; a survivor taking over takes them again (and sweeps the
+  // temporaries it left half-written).
+  process.setOutputsTakeover([&] { outputs = launcher::prepareOutputs(options); });
   int rc = 0;
   try {
     failed = process.startLaunched(*executor, gRecovery);

@@ -1,6 +1,7 @@
 #include "launcher/training_process.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <ATen/ATen.h>
 
@@ -11,7 +12,9 @@
 #include <set>
 
 #include "common/check.h"
+#include "common/files.h"
 #include "elastic/recovery/in_place.h"
+#include "launcher/cache_metrics.h"
 #include "launcher/job_errors.h"
 #include "runtime/comm/collective_timeout.h"
 #include "runtime/comm/json_collectives.h"
@@ -161,7 +164,7 @@ est::StepObserver& TrainingProcess::boundaryHooks() {
 // Under tl-run with in place armed, after members were lost: the survivors go on in their
 // processes (or, when that cannot work, this process writes its copy for a restart and exits).
 void TrainingProcess::recoverInPlace(est::EstExecutor& executor) {
-  elastic::recoverInPlace(
+  const elastic::WentOnInPlace went = elastic::recoverInPlace(
       *recovery_, *membership_.host, executor,
       [this](std::unique_ptr<comm::Communicator> survivors) -> comm::Communicator& {
         // The old communicator is never freed: MPI_Comm_free would wait for its lost members.
@@ -171,6 +174,46 @@ void TrainingProcess::recoverInPlace(est::EstExecutor& executor) {
       },
       membership_.useNccl);
   controller_.survivorsWentOn(executor);
+  afterInPlaceRecovery(executor, went.boundary, went.leadLost());
+}
+
+void TrainingProcess::afterInPlaceRecovery(est::EstExecutor& executor, int64_t boundary, bool leadLost) {
+  // The boundary's step record, from a survivor that made it.
+  std::string boundaryRecord;
+  for (const nlohmann::json& made : comm::allgatherJson(executor.comm(), metrics_.lastStepRecord())) {
+    const nlohmann::json r = nlohmann::json::parse(made.get<std::string>(), nullptr, false);
+    if (r.is_object() && r.value("step", int64_t(-1)) == boundary) boundaryRecord = r.dump();
+  }
+  if (executor.comm().rank() != 0) return;
+  if (leadLost) takeOverLead(executor, boundary);
+  if (!boundaryRecord.empty() && metrics_.lastStepLogged() < boundary) metrics_.write(nlohmann::json::parse(boundaryRecord));
+}
+
+void TrainingProcess::takeOverLead(est::EstExecutor& executor, int64_t boundary) {
+  lead_ = true;
+  if (!takeOutputs_) {
+    spdlog::warn("taking over from the lost lead: this process was started by a grow and does not lock the job's "
+                 "folders again");
+  } else {
+    try {
+      takeOutputs_();
+    } catch (const std::exception& e) {
+      spdlog::warn("taking over from the lost lead: the job's folders could not be locked again: {}", e.what());
+    }
+  }
+  const std::string outputDir = executor.config().outputDir;
+  if (!outputDir.empty()) {
+    metrics_ = train::MetricsLog::continuing(joinPath(outputDir, "metrics.jsonl"));
+    if (executor.data().trainImages) reportCacheInEpochRecords(metrics_, *executor.data().trainImages);
+  }
+  controller_.takeOverLead(executor, &metrics_);
+  placer_.setMetrics(&metrics_);
+  if (recovery_) {
+    recovery_->setMetrics(&metrics_);
+    recovery_->setStatusSink([this](const nlohmann::json& c) { controller_.annotateStatus("recovery", c); });
+  }
+  spdlog::info("the lead (rank 0) was lost: this process (pid {}) takes over its duties from step {}", ::getpid(),
+               boundary);
 }
 
 int TrainingProcess::trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, const TrainingEnding& ending) {

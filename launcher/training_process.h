@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -54,12 +55,21 @@ class TrainingProcess {
   // Trains to the job's end (or this process's leaving), then the summary (lead) and the final
   // barrier. `owned` is released when this process leaves the job early.
   int trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, const TrainingEnding& ending);
+  // What a survivor that takes over from a lost lead runs first: the job's folder locks (the
+  // lead's died with it). Unset: the folders stay unlocked, which it says.
+  void setOutputsTakeover(std::function<void()> take) { takeOutputs_ = std::move(take); }
 
  private:
   est::StepObserver& boundaryHooks();
   // After members were lost (or a stopped one was ended): elastic::recoverInPlace, then the
   // controller follows the survivors.
   void recoverInPlace(est::EstExecutor& executor);
+  // After an in-place recovery: collective over the survivors. When the lead was lost, rank 0
+  // of them takes over its duties (metrics.jsonl, the control channel, summary.json); the lead
+  // logs the boundary's step when it has not (it died first, or this lead took that step's
+  // state from a survivor ahead of it).
+  void afterInPlaceRecovery(est::EstExecutor& executor, int64_t boundary, bool leadLost);
+  void takeOverLead(est::EstExecutor& executor, int64_t boundary);
   void followMembers();
 
   elastic::Membership& membership_;
@@ -72,6 +82,7 @@ class TrainingProcess {
   elastic::AutoPlacer placer_;
   elastic::RecoveryGuard* recovery_ = nullptr;
   std::unique_ptr<UsageObserver> usageObserver_;
+  std::function<void()> takeOutputs_;
 };
 
 // tl-run armed in-place recovery for this process (elastic::kInPlaceEnv=1 in its environment).

@@ -38,6 +38,8 @@ class AutoPlacer {
   std::optional<std::vector<int>> afterStep(int64_t stepsDone, est::EstExecutor& executor, bool busy);
   // The lead moved to the plan at this boundary.
   void moved(int64_t stepsDone);
+  // A survivor took over from a lost lead: it logs from now on (its plans start afresh).
+  void setMetrics(train::MetricsLog* metrics) { metrics_ = metrics; }
 
   const AutoPlacementOptions& options() const { return options_; }
   int replans() const { return replans_; }

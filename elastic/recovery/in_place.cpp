@@ -106,8 +106,8 @@ void noteExitStatus(const char* path, int status) {
   ::close(fd);
 }
 
-void recoverInPlace(RecoveryGuard& guard, comm::Communicator& oldHost, est::EstExecutor& executor,
-                    const AdoptSurvivors& adopt, bool nccl) {
+WentOnInPlace recoverInPlace(RecoveryGuard& guard, comm::Communicator& oldHost, est::EstExecutor& executor,
+                             const AdoptSurvivors& adopt, bool nccl) {
   gRecovered.store(true);  // from the first loss on, MPI_Finalize would wait for the lost member
   // The watcher saw the loss before abandoning the collectives; take what comes with it.
   RecoveryGuard::Losses losses = guard.losses();
@@ -116,8 +116,6 @@ void recoverInPlace(RecoveryGuard& guard, comm::Communicator& oldHost, est::EstE
   losses = guard.losses();
   const std::vector<int> lost = losses.ranks;
   if (lost.empty()) fallBack(guard, "collectives were abandoned but no lost member was found", lost);
-  if (std::find(lost.begin(), lost.end(), 0) != lost.end())
-    fallBack(guard, "the lead (rank 0) was lost; in place covers other ranks only so far", lost);
   if (nccl) fallBack(guard, "the job's gradients travel over NCCL; in place covers MPI only so far", lost);
   const int before = oldHost.size();
   if (int(lost.size()) >= before) fallBack(guard, "no survivors", lost);
@@ -130,6 +128,10 @@ void recoverInPlace(RecoveryGuard& guard, comm::Communicator& oldHost, est::EstE
     Watchdog watchdog(guard, oldHost.timeout(), lost);
     try {
       survivors = comm::createSurvivorsCommunicator(oldHost, lost);
+      // Tests: TL_TEST_AGREEMENT_DELAY_MS holds the agreement open, so that a second loss can
+      // come during it (timing only).
+      if (const char* delay = std::getenv("TL_TEST_AGREEMENT_DELAY_MS"))
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
       const int64_t mine = guard.currentStep();
       const nlohmann::json view{{"lost", lost}, {"step", mine}};
       const auto views = comm::allgatherJson(*survivors, view);
@@ -184,6 +186,7 @@ void recoverInPlace(RecoveryGuard& guard, comm::Communicator& oldHost, est::EstE
                  nlohmann::json(lost).dump(), after, boundary, unixNow() - losses.firstAt,
                  resumedAt - agreementBegan, placement.toString());
   }
+  return {lost, boundary};
 }
 
 }  // namespace tl::elastic

@@ -10,10 +10,12 @@
 // survivors only), agrees over it on the lost ranks and the boundary (the newest any survivor
 // holds: k, or k+1 when one had begun update k+1; a survivor behind takes the whole state from
 // the lowest-ranked one ahead), re-places the N ESTs evenly over the survivors with every
-// context from that boundary, and takes a new snapshot. When in place cannot work (the lead was
-// lost, NCCL, a survivor's view of the losses differs, a loss during the agreement, or it does
-// not complete within the collective timeout), the process writes its copy of the job for
-// tl-run's restart, says why in one line, and exits: the restart path takes over.
+// context from that boundary, and takes a new snapshot. The lead may be among the lost: the
+// lowest surviving rank is rank 0 of the survivors' communicator and takes over its duties
+// (launcher/training_process.cpp). When in place cannot work (NCCL, a survivor's view of the
+// losses differs, a loss during the agreement, or it does not complete within the collective
+// timeout), the process writes its copy of the job for tl-run's restart, says why in one line,
+// and exits: the restart path takes over.
 #pragma once
 
 #include <functional>
@@ -37,11 +39,18 @@ void noteExitStatus(const char* path, int status);
 // is to be given for it (the usage recorder's view, or itself).
 using AdoptSurvivors = std::function<comm::Communicator&(std::unique_ptr<comm::Communicator>)>;
 
+// What the survivors agreed on.
+struct WentOnInPlace {
+  std::vector<int> lost;  // ranks in the job that lost them (sorted)
+  int64_t boundary = 0;   // the step they went on from
+  bool leadLost() const { return !lost.empty() && lost.front() == 0; }
+};
+
 // On the training thread, after run() threw comm::MembersLost; `oldHost` is the raw MPI
 // communicator of the job that lost members. Returns once the executor goes on over the
 // survivors (call run() again); does not return when in place cannot work (see above).
 // `nccl`: the job's gradients travel over NCCL (not recovered in place yet).
-void recoverInPlace(RecoveryGuard& guard, comm::Communicator& oldHost, est::EstExecutor& executor,
-                    const AdoptSurvivors& adopt, bool nccl);
+WentOnInPlace recoverInPlace(RecoveryGuard& guard, comm::Communicator& oldHost, est::EstExecutor& executor,
+                             const AdoptSurvivors& adopt, bool nccl);
 
 }  // namespace tl::elastic

@@ -159,9 +159,9 @@ bool RecoveryGuard::endHungMembers(const std::vector<int>& ranks) {
     std::lock_guard<std::mutex> lock(watchMutex_);
     for (int rank : ranks) {
       const auto m = std::find_if(watched_.begin(), watched_.end(), [&](const elastic::Member& x) { return x.rank == rank; });
-      if (m == watched_.end() || m->rank == 0 || m->host != host_ || m->pid <= 1 || m->pid == int64_t(::getpid())) {
-        spdlog::info("rank {} held the job for the hang timeout and is not a stopped process of this host other than "
-                     "the lead: the restart path takes over",
+      if (m == watched_.end() || m->host != host_ || m->pid <= 1 || m->pid == int64_t(::getpid())) {
+        spdlog::info("rank {} held the job for the hang timeout and is not a stopped process of this host: the "
+                     "restart path takes over",
                      rank);
         return false;
       }

@@ -95,7 +95,7 @@ class RecoveryGuard final : public est::StepObserver {
   // one of them is a stopped process of this host (SIGSTOP, a debugger: a hang, not a slow
   // peer), ends them with SIGKILL, waits until the member watcher has counted them lost (at
   // most 2 s) and returns true, so that the survivors go on in place as after a kill. Otherwise
-  // (a rank on another host, one still running, the lead, this process) does nothing and
+  // (a rank on another host, one still running, this process) does nothing and
   // returns false: the restart path handles it, as before.
   bool endHungMembers(const std::vector<int>& ranks);
   // Whether the losses of this recovery were hung members that endHungMembers ended.

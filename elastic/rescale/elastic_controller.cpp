@@ -71,7 +71,21 @@ void ElasticController::survivorsWentOn(est::EstExecutor& executor) {
 void ElasticController::startControl(est::EstExecutor& executor) {
   members_ = gatherMembers(executor.comm(), membership_);
   updateStatus(executor.stepsDone(), executor);
-  if (!lead() || settings_.controlBind.empty() || settings_.offer.job.outputDir.empty()) return;
+  if (lead()) listen();
+}
+
+void ElasticController::takeOverLead(est::EstExecutor& executor, train::MetricsLog* metrics) {
+  metrics_ = metrics;
+  updateStatus(executor.stepsDone(), executor);
+  try {
+    listen();
+  } catch (const std::exception& e) {
+    spdlog::warn("the lead was lost, and its control channel could not be started again here: {}", e.what());
+  }
+}
+
+void ElasticController::listen() {
+  if (settings_.controlBind.empty() || settings_.offer.job.outputDir.empty()) return;
   control::ServerOptions o;
   o.jobDir = settings_.offer.job.outputDir;
   o.bind = settings_.controlBind;

@@ -83,6 +83,10 @@ class ElasticController final : public est::StepObserver {
   // collective over the survivors. The member table is gathered again (and its listener told);
   // a grow in flight is cancelled.
   void survivorsWentOn(est::EstExecutor& executor);
+  // The lead was lost and this process is rank 0 of the survivors: it logs to `metrics` from
+  // now on and starts the control server (republishing control.json with the job's key), or
+  // says in one line why it could not.
+  void takeOverLead(est::EstExecutor& executor, train::MetricsLog* metrics);
 
  private:
   struct Pending;
@@ -97,6 +101,7 @@ class ElasticController final : public est::StepObserver {
   void reportRescale(const LayoutCommand& command, int64_t stepsDone, est::EstExecutor& executor,
                      const std::string& from, int fromProcesses, double pause, bool autoMove);
   void updateStatus(int64_t stepsDone, est::EstExecutor& executor);
+  void listen();  // lead: the control server
   std::string statusJson() const;
   bool lead() const { return membership_.host && membership_.host->rank() == 0; }
 

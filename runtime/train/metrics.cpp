@@ -1,7 +1,10 @@
 #include "runtime/train/metrics.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -53,8 +56,49 @@ MetricsLog::MetricsLog(const std::string& path, bool append)
   if (!out_) inputError("cannot write metrics file '", path, "'");
 }
 
+MetricsLog MetricsLog::continuing(const std::string& path) {
+  int64_t steps = -1, evals = -1, epochs = -1;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in && std::filesystem::exists(path)) inputError("cannot read metrics file '", path, "'");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t whole = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+    if (whole < text.size()) {  // the lost writer's half-written last line
+      std::error_code ec;
+      std::filesystem::resize_file(path, whole, ec);
+      if (ec) inputError("cannot cut the half-written last line of metrics file '", path, "': ", ec.message());
+      text.resize(whole);
+    }
+    size_t start = 0;
+    for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+      const auto r = nlohmann::json::parse(text.begin() + long(start), text.begin() + long(end), nullptr, false);
+      if (!r.is_object()) continue;
+      const std::string type = r.value("type", "");
+      if (type == "step") steps = std::max(steps, r.value("step", int64_t(-1)));
+      if (type == "eval") evals = std::max(evals, r.value("step", int64_t(-1)));
+      if (type == "epoch") epochs = std::max(epochs, r.value("epoch", int64_t(-1)));
+    }
+  }
+  MetricsLog log(path, /*append=*/true);
+  log.fileSteps_ = steps;
+  log.fileEvals_ = evals;
+  log.fileEpochs_ = epochs;
+  return log;
+}
+
+bool MetricsLog::alreadyInFile(const nlohmann::json& record) const {
+  const std::string type = record.value("type", "");
+  if (type == "step") return record.value("step", int64_t(-1)) <= fileSteps_;
+  if (type == "eval") return record.value("step", int64_t(-1)) <= fileEvals_;
+  if (type == "epoch") return record.value("epoch", int64_t(-1)) <= fileEpochs_;
+  return false;
+}
+
+void MetricsLog::noteStep(const nlohmann::json& record) { lastStep_ = record.dump(); }
+
 void MetricsLog::write(const nlohmann::json& record) {
-  if (!out_.is_open()) return;
+  if (!out_.is_open() || alreadyInFile(record)) return;
+  if (record.value("type", "") == "step") stepsWritten_ = std::max(stepsWritten_, record.value("step", int64_t(-1)));
   if (annotateEpoch_ && record.value("type", "") == "epoch") {
     nlohmann::json annotated = record;
     annotateEpoch_(annotated);

@@ -2,6 +2,7 @@
 // table printed at the end of every epoch.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <functional>
@@ -50,10 +51,30 @@ class MetricsLog {
   // know (the dataset cache's hits, misses and bytes read: --cache-mb).
   void annotateEpochs(std::function<void(nlohmann::json&)> annotate) { annotateEpoch_ = std::move(annotate); }
 
+  // The log a lead that was lost had written (in-place recovery: a survivor takes over its
+  // duties). A half-written last line is cut off; from then on a step or eval record of a step,
+  // or an epoch record of an epoch, that the file already holds is not written again (the
+  // survivors may recompute a step the lost lead had logged: same figures, logged once).
+  // InputError if the file cannot be read or written.
+  static MetricsLog continuing(const std::string& path);
+  // The last step of a step record in the file: written by this log, or there when continued
+  // (-1: none).
+  int64_t lastStepLogged() const { return std::max(fileSteps_, stepsWritten_); }
+
+  // Every process, lead or not: the last step record it made, whether written or not, so that
+  // a survivor taking over from a lost lead can log a step the lead did not ("" before any).
+  void noteStep(const nlohmann::json& record);
+  const std::string& lastStepRecord() const { return lastStep_; }
+
  private:
+  bool alreadyInFile(const nlohmann::json& record) const;
+
   std::function<void(nlohmann::json&)> annotateEpoch_;
   std::ofstream out_;
   std::string path_;
+  int64_t fileSteps_ = -1, fileEvals_ = -1, fileEpochs_ = -1;  // continued: the file's last of each
+  int64_t stepsWritten_ = -1;
+  std::string lastStep_;
 };
 
 }  // namespace tl::train

@@ -1,154 +1,15 @@
 // In-place recovery end to end (tl-run's default, elastic/recovery/in_place.h): a rank is
 // SIGKILLed and the survivors go on in their own processes over a communicator of the survivors,
 // with nothing written to disk, no step lost or recomputed, and the bits of an uninterrupted run;
-// tl-run and mpirun exit 0. When in place cannot work (the lead lost) the survivors write their
-// copies and tl-run restarts the job, saying why in one line, and the bits are the same.
-#include <gtest/gtest.h>
-#include <signal.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <nlohmann/json.hpp>
+// tl-run and mpirun exit 0. The lead's loss, a loss during a grow and one during the agreement:
+// test_recovery_in_place_lead.cpp.
 #include <random>
-#include <set>
-#include <thread>
-#include <vector>
 
-#include "common/clock.h"
-#include "tests/support/rank_processes.h"
-#include "tests/support/run_command.h"
+#include "tests/tools/run/in_place_fixture.h"
 
 namespace {
 
-using json = nlohmann::json;
-using tl::testing::freshDir;
-using tl::testing::lastStep;
-using tl::testing::rankProcesses;
-using tl::testing::records;
-using tl::testing::runCommand;
-using tl::testing::slurp;
-using tl::testing::waitUntil;
-
-std::string gDataDir;
-constexpr int kSteps = 16;
-
-std::string jobFlags() {
-  return std::string(" --dataset cifar10 --data-dir ") + gDataDir +
-         " --model cnn --logical-workers 4 --batch 8 --seed 5 --log-every 0 --steps " + std::to_string(kSteps);
-}
-
-std::string tlRun(int np, const std::string& out, const std::string& own = "", int hangTimeout = 20) {
-  return std::string(TL_RUN_BIN) + " --np " + std::to_string(np) + " --max-restarts 2 --hang-timeout " +
-         std::to_string(hangTimeout) + own +
-         " --mpirun " + TL_MPIEXEC + " --mpirun-args --oversubscribe --launch " + TL_LAUNCH_BIN + " --" + jobFlags() +
-         " --output-dir " + out;
-}
-
-// The job's lead: the rank process that holds its metrics.jsonl open (0: none found).
-pid_t leadProcess(const std::string& out) {
-  for (pid_t pid : rankProcesses(out)) {
-    std::error_code ec;
-    for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
-      std::error_code linkError;
-      if (std::filesystem::read_symlink(fd.path(), linkError).string() == out + "/metrics.jsonl") return pid;
-    }
-  }
-  return 0;
-}
-
-// The job's processes by rank, as its lead reports them (tl-ctl status: "pids").
-std::vector<pid_t> pidsByRank(const std::string& out) {
-  auto status = runCommand(std::string(TL_CTL_BIN) + " status " + out + " --json", 60, freshDir("recovery_in_place_status"));
-  EXPECT_EQ(status.exitCode, 0) << status.err;
-  if (status.exitCode != 0) return {};
-  std::vector<pid_t> pids;
-  const json parsed = json::parse(status.out);
-  for (const json& p : parsed.at("pids")) pids.push_back(pid_t(p.get<int64_t>()));
-  return pids;
-}
-
-// tl-ctl rescale JOB --processes P, answered once applied.
-void rescaleTo(const std::string& out, int processes) {
-  auto r = runCommand(std::string(TL_CTL_BIN) + " rescale " + out + " --processes " + std::to_string(processes) +
-                          " --timeout 200",
-                      220, freshDir("recovery_in_place_rescale"));
-  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
-}
-
-bool running(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  const size_t paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
-}
-
-// Every step 1..kSteps logged exactly once.
-void expectEveryStepOnce(const std::string& out) {
-  std::multiset<int64_t> steps;
-  for (const json& r : records(out, "step")) steps.insert(r.value("step", int64_t(-1)));
-  for (int64_t s = 1; s <= kSteps; ++s) EXPECT_EQ(steps.count(s), 1u) << "step " << s << " in metrics.jsonl";
-  EXPECT_EQ(steps.size(), size_t(kSteps));
-}
-
-// The end of a job that recovered in place once: tl-run exited 0 without a restart, the
-// uninterrupted bits, one in-place failure leaving `processesAfter` processes, nothing recomputed,
-// every step logged once. Returns the failure record.
-json expectOneInPlaceRecovery(const tl::testing::CommandResult& result, const std::string& out,
-                              const std::string& reference, int processesAfter) {
-  EXPECT_EQ(result.exitCode, 0) << result.err;
-  EXPECT_EQ(result.err.find("restart"), std::string::npos) << result.err;
-  const json summary = json::parse(slurp(out + "/summary.json"));
-  EXPECT_EQ(summary["params_sha256"], reference);
-  const auto failures = records(out, "failure");
-  EXPECT_EQ(failures.size(), 1u);
-  if (failures.empty()) return json::object();
-  EXPECT_EQ(failures[0]["mode"], "in-place") << failures[0].dump();
-  EXPECT_EQ(failures[0]["processes_after"], processesAfter);
-  EXPECT_EQ(failures[0]["steps_recomputed"], 0);
-  expectEveryStepOnce(out);
-  return failures[0];
-}
-
-class InPlaceRecovery : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    std::string error;
-    gDataDir = tl::testing::makeSyntheticCifar("recovery_in_place_data", 256, 32, 4, &error);
-    ASSERT_EQ(error, "");
-    const std::string ref = freshDir("recovery_in_place_reference");
-    auto run = runCommand(tl::testing::mpirunPrefix(2) + TL_LAUNCH_BIN + jobFlags() + " --output-dir " + ref, 300, ref);
-    ASSERT_EQ(run.exitCode, 0) << run.err;
-    reference() = json::parse(slurp(ref + "/summary.json"))["params_sha256"];
-  }
-  static std::string& reference() {
-    static std::string hash;
-    return hash;
-  }
-
-  // Kills `victims` non-lead ranks of the `processes` running `out`, `delayMs` after step `after`
-  // was logged; returns {the step logged at the kill, the kill's Unix time}.
-  static std::pair<int64_t, double> killNonLead(const std::string& out, int64_t after, int delayMs,
-                                                size_t processes = 3, size_t victims = 1) {
-    EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= after && rankProcesses(out).size() == processes; }, 120));
-    const int64_t step = lastStep(out);
-    std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
-    const pid_t lead = leadProcess(out);
-    std::vector<pid_t> chosen;
-    for (pid_t pid : rankProcesses(out))
-      if (pid != lead && lead != 0 && chosen.size() < victims) chosen.push_back(pid);
-    EXPECT_EQ(chosen.size(), victims);
-    const int64_t logged = lastStep(out);
-    const double at = tl::unixNow();
-    for (pid_t victim : chosen) ::kill(victim, SIGKILL);
-    std::cout << "SIGKILL to " << chosen.size() << " rank(s) after step " << logged << " (waited for " << step << ")"
-              << std::endl;
-    return {logged, at};
-  }
-};
+using namespace tl::testing::in_place;
 
 // A rank killed inside the optimizer update (each update holds on 1.5 s after it changed the
 // parameters: TL_TEST_UPDATE_DELAY_MS, timing only; the kill comes 0.7 s into the step, as in
@@ -238,29 +99,6 @@ TEST_F(InPlaceRecovery, TwoRanksKilledAtOnceGoOnInPlace) {
   EXPECT_EQ(failures[0]["processes_after"], 2);
   EXPECT_EQ(failures[0]["steps_recomputed"], 0);
   expectEveryStepOnce(out);
-}
-
-// The lead killed: in place does not cover it yet, so the survivors write their copies, tl-run
-// says why in one line and restarts the job from them; the bits are the same.
-TEST_F(InPlaceRecovery, LeadLostFallsBackToARestart) {
-  const std::string out = freshDir("recovery_in_place_lead");
-  tl::testing::CommandResult result;
-  std::thread job([&] { result = runCommand(tlRun(3, out), 300, freshDir("recovery_in_place_lead_cmd")); });
-  EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= 4 && rankProcesses(out).size() == 3u; }, 120));
-  const pid_t lead = leadProcess(out);
-  ASSERT_NE(lead, 0);
-  ::kill(lead, SIGKILL);
-  job.join();
-  ASSERT_EQ(result.exitCode, 0) << result.err;
-  EXPECT_NE(result.err.find("tl-run: the survivors could not go on in place (the lead (rank 0) was lost"),
-            std::string::npos)
-      << result.err;
-  const json summary = json::parse(slurp(out + "/summary.json"));
-  EXPECT_EQ(summary["params_sha256"], reference());
-  const auto failures = records(out, "failure");
-  ASSERT_EQ(failures.size(), 1u);
-  EXPECT_EQ(failures[0]["mode"], "restart") << failures[0].dump();
-  EXPECT_EQ(failures[0]["steps_recomputed"], 0);
 }
 
 // A job that grew in place (its third process started by MPI_Comm_spawn and merged into the
