@@ -121,6 +121,21 @@ TEST(NcclFactory, FailsClearlyWhereNcclCannotRun) {
   }
 }
 
+// Recovery gives the job's NCCL communicator up with this; any other communicator is a caller's
+// mistake, said clearly.
+TEST(NcclFactory, AbandoningRefusesACommunicatorOfAnotherBackend) {
+  SoloCommunicator solo;
+  try {
+    abandonNcclCommunicator(solo);
+    FAIL() << "abandoned a communicator that is not an NCCL one";
+  } catch (const tl::Error& e) {
+    if (ncclAvailable())
+      EXPECT_THAT(e.what(), HasSubstr("given a communicator of backend 'solo', not one made by createNcclCommunicator"));
+    else
+      EXPECT_THAT(e.what(), HasSubstr("built without NCCL"));
+  }
+}
+
 TEST(NcclFactory, AvailabilityMatchesTheBuild) {
 #if TL_HAVE_NCCL
   EXPECT_TRUE(ncclAvailable());
