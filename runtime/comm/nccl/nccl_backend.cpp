@@ -293,8 +293,14 @@ class NcclCommunicator final : public Communicator {
 
     ~Pending() override {
       if (!finished_ && !comm_.failure_.failed() && cudaEventQuery(done_) != cudaSuccess) {
-        comm_.failWith(std::make_exception_ptr(
-            Error(str("nccl ", description_, " was abandoned before it completed"))));
+        // Dropped while unwinding from a loss (another communicator's MembersLost): the loss is
+        // the failure, as every later call should say.
+        if (comm_.failure_.abandoned()) {
+          comm_.abandon();
+        } else {
+          comm_.failWith(std::make_exception_ptr(
+              Error(str("nccl ", description_, " was abandoned before it completed"))));
+        }
       }
       cudaEventDestroy(done_);
     }
