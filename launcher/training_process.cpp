@@ -166,13 +166,19 @@ est::StepObserver& TrainingProcess::boundaryHooks() {
 void TrainingProcess::recoverInPlace(est::EstExecutor& executor) {
   const elastic::WentOnInPlace went = elastic::recoverInPlace(
       *recovery_, *membership_.host, executor,
-      [this](std::unique_ptr<comm::Communicator> survivors) -> comm::Communicator& {
-        // The old communicator is never freed: MPI_Comm_free would wait for its lost members.
+      [this](elastic::SurvivorCommunicators survivors) -> elastic::ExecutorCommunicators {
+        // The old communicators are never freed: MPI_Comm_free would wait for their lost
+        // members, and the old NCCL one (aborted) may still be named by the executor's
+        // unfinished collectives until recoverOnSurvivors.
         (void)membership_.host.release();
-        membership_.host = std::move(survivors);
-        return membership_.forExecutor(*membership_.host);
+        membership_.host = std::move(survivors.host);
+        if (survivors.gpu) {
+          (void)membership_.gpu.release();
+          membership_.gpu = std::move(survivors.gpu);
+        }
+        return {membership_.forExecutor(*membership_.host), membership_.forExecutor(membership_.device())};
       },
-      membership_.useNccl);
+      elastic::JobNccl{membership_.gpu.get(), membership_.deviceIndex});
   controller_.survivorsWentOn(executor);
   afterInPlaceRecovery(executor, went.boundary, went.leadLost());
 }

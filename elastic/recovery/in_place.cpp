@@ -18,6 +18,7 @@
 
 #include "common/check.h"
 #include "common/clock.h"
+#include "elastic/recovery/in_place_nccl.h"
 #include "est/context_exchange.h"
 #include "runtime/comm/json_collectives.h"
 #include "runtime/comm/mpi/mpi_communicator.h"
@@ -107,7 +108,7 @@ void noteExitStatus(const char* path, int status) {
 }
 
 WentOnInPlace recoverInPlace(RecoveryGuard& guard, comm::Communicator& oldHost, est::EstExecutor& executor,
-                             const AdoptSurvivors& adopt, bool nccl) {
+                             const AdoptSurvivors& adopt, const JobNccl& nccl) {
   gRecovered.store(true);  // from the first loss on, MPI_Finalize would wait for the lost member
   // The watcher saw the loss before abandoning the collectives; take what comes with it.
   RecoveryGuard::Losses losses = guard.losses();
@@ -116,12 +117,13 @@ WentOnInPlace recoverInPlace(RecoveryGuard& guard, comm::Communicator& oldHost, 
   losses = guard.losses();
   const std::vector<int> lost = losses.ranks;
   if (lost.empty()) fallBack(guard, "collectives were abandoned but no lost member was found", lost);
-  if (nccl) fallBack(guard, "the job's gradients travel over NCCL; in place covers MPI only so far", lost);
+  abandonJobNccl(nccl);  // now: its kernels waiting for the lost member hold the GPU stream
   const int before = oldHost.size();
   if (int(lost.size()) >= before) fallBack(guard, "no survivors", lost);
 
   const double agreementBegan = unixNow();
   std::unique_ptr<comm::Communicator> survivors;
+  std::unique_ptr<comm::Communicator> survivorsGpu;
   est::JobState state;
   int64_t boundary = 0;
   {
@@ -158,11 +160,17 @@ WentOnInPlace recoverInPlace(RecoveryGuard& guard, comm::Communicator& oldHost, 
     } catch (const std::exception& e) {
       fallBack(guard, std::string("the survivors' agreement failed: ") + e.what(), lost);
     }
+    try {
+      survivorsGpu = ncclAmongSurvivors(*survivors, nccl);
+    } catch (const std::exception& e) {
+      fallBack(guard, std::string("NCCL could not be set up among the survivors: ") + e.what(), lost);
+    }
   }
   const int after = survivors->size();
   const est::Placement placement = est::Placement::even(executor.placement().logicalWorkers(), after);
-  comm::Communicator& host = adopt(std::move(survivors));
-  executor.recoverOnSurvivors(state, placement, host, host);
+  const ExecutorCommunicators given = adopt({std::move(survivors), std::move(survivorsGpu)});
+  comm::Communicator& host = given.host;
+  executor.recoverOnSurvivors(state, placement, host, given.device);
   const double resumedAt = unixNow();
 
   FailureRecord failure;

@@ -12,10 +12,13 @@
 // the lowest-ranked one ahead), re-places the N ESTs evenly over the survivors with every
 // context from that boundary, and takes a new snapshot. The lead may be among the lost: the
 // lowest surviving rank is rank 0 of the survivors' communicator and takes over its duties
-// (launcher/training_process.cpp). When in place cannot work (NCCL, a survivor's view of the
-// losses differs, a loss during the agreement, or it does not complete within the collective
-// timeout), the process writes its copy of the job for tl-run's restart, says why in one line,
-// and exits: the restart path takes over.
+// (launcher/training_process.cpp). A job whose gradients travel over NCCL has its NCCL
+// communicator aborted first (ncclCommAbort: kernels waiting for the lost member stop) and a new
+// one made over the survivors after the agreement (a new unique id over the survivors'
+// communicator; in_place_nccl.h). When in place cannot work (a survivor's view of the losses
+// differs, a loss during the agreement, it does not complete within the collective timeout, or
+// NCCL cannot be set up among the survivors), the process writes its copy of the job for tl-run's
+// restart, says why in one line, and exits: the restart path takes over.
 #pragma once
 
 #include <functional>
@@ -35,9 +38,25 @@ bool recoveredInPlace();
 // processes' statuses). Nothing when `path` is null or empty. Any thread.
 void noteExitStatus(const char* path, int status);
 
-// Takes the survivors' communicator (raw), keeps it for the job, and returns what the executor
-// is to be given for it (the usage recorder's view, or itself).
-using AdoptSurvivors = std::function<comm::Communicator&(std::unique_ptr<comm::Communicator>)>;
+// The survivors' communicators (raw): MPI, and NCCL for a job whose gradients travel over it.
+struct SurvivorCommunicators {
+  std::unique_ptr<comm::Communicator> host;
+  std::unique_ptr<comm::Communicator> gpu;  // null: the gradients travel over `host`
+};
+// What the executor is given for them (the usage recorder's views, or themselves).
+struct ExecutorCommunicators {
+  comm::Communicator& host;
+  comm::Communicator& device;
+};
+// Takes the survivors' communicators, keeps them for the job in place of the old ones (which
+// must never be destroyed: their members include the lost), and returns the executor's.
+using AdoptSurvivors = std::function<ExecutorCommunicators(SurvivorCommunicators)>;
+
+// The job's NCCL communicator (raw), when its gradients travel over NCCL, and its CUDA device.
+struct JobNccl {
+  comm::Communicator* communicator = nullptr;  // null: the job uses no NCCL
+  int deviceIndex = 0;
+};
 
 // What the survivors agreed on.
 struct WentOnInPlace {
@@ -49,8 +68,7 @@ struct WentOnInPlace {
 // On the training thread, after run() threw comm::MembersLost; `oldHost` is the raw MPI
 // communicator of the job that lost members. Returns once the executor goes on over the
 // survivors (call run() again); does not return when in place cannot work (see above).
-// `nccl`: the job's gradients travel over NCCL (not recovered in place yet).
 WentOnInPlace recoverInPlace(RecoveryGuard& guard, comm::Communicator& oldHost, est::EstExecutor& executor,
-                             const AdoptSurvivors& adopt, bool nccl);
+                             const AdoptSurvivors& adopt, const JobNccl& nccl);
 
 }  // namespace tl::elastic

@@ -6,8 +6,10 @@
 #include <ATen/ATen.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include "runtime/comm/collective_timeout.h"
 #include "runtime/comm/collective_wait.h"
 #include "runtime/comm/nccl/nccl_detail.h"
+#include "runtime/comm/sticky_failure.h"
 
 namespace tl::comm::detail {
 
@@ -61,7 +63,8 @@ ncclRedOp_t reductionOp(ReduceOp op) {
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(ncclComm_t comm, int device, std::unique_ptr<Communicator> ownedBootstrap)
-      : comm_(comm), device_(device), bootstrap_(std::move(ownedBootstrap)) {
+      : comm_(comm), device_(device), bootstrap_(std::move(ownedBootstrap)),
+        failure_("nccl", [this] { abortNccl(); }) {
     TL_CUDA_CHECK(cudaSetDevice(device_));
     TL_NCCL_CHECK(ncclCommUserRank(comm_, &rank_));
     TL_NCCL_CHECK(ncclCommCount(comm_, &size_));
@@ -73,6 +76,13 @@ class NcclCommunicator final : public Communicator {
 
   ~NcclCommunicator() override {
     cudaSetDevice(device_);
+    // An aborted communicator has nothing left to destroy. One made before members of the job
+    // were lost is aborted, never destroyed: ncclCommDestroy (and MPI_Comm_free for a bootstrap
+    // of our own) would wait for them.
+    if (failure_.abandoned()) {
+      abortNccl();
+      (void)bootstrap_.release();
+    }
     if (comm_ != nullptr) ncclCommDestroy(comm_);
     if (barrierWord_ != nullptr) cudaFree(barrierWord_);
     if (torchProducerReady_ != nullptr) {
@@ -88,7 +98,7 @@ class NcclCommunicator final : public Communicator {
   std::string backend() const override { return "nccl"; }
 
   void allreduce(at::Tensor& tensor, ReduceOp op, const CollectiveOptions& options) override {
-    enter();
+    enter("allreduce");
     checkCudaTensor(tensor, "allreduce", /*mustBeContiguous=*/true);
     const ncclDataType_t type = reductionType(tensor.scalar_type());
     void* data = tensor.data_ptr();
@@ -101,7 +111,7 @@ class NcclCommunicator final : public Communicator {
 
   std::unique_ptr<PendingCollective> startAllreduce(at::Tensor& tensor, ReduceOp op,
                                                     const CollectiveOptions& options) override {
-    enter();
+    enter("allreduce");
     checkCudaTensor(tensor, "allreduce", /*mustBeContiguous=*/true);
     const ncclDataType_t type = reductionType(tensor.scalar_type());
     const std::chrono::milliseconds timeout = timeoutFor(options);
@@ -135,7 +145,7 @@ class NcclCommunicator final : public Communicator {
 
   // Bytes, not typed elements: broadcast copies, so every dtype works.
   void broadcast(at::Tensor& tensor, int root, const CollectiveOptions& options) override {
-    enter();
+    enter("broadcast");
     checkCudaTensor(tensor, "broadcast", /*mustBeContiguous=*/true);
     TL_CHECK(root >= 0 && root < size_, "nccl broadcast from root ", root,
              " on a communicator of size ", size_);
@@ -147,7 +157,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   at::Tensor allgather(const at::Tensor& tensor, const CollectiveOptions& options) override {
-    enter();
+    enter("allgather");
     checkCudaTensor(tensor, "allgather", /*mustBeContiguous=*/false);
     at::Tensor input = tensor.contiguous();
     std::vector<std::int64_t> shape{size_};
@@ -161,16 +171,22 @@ class NcclCommunicator final : public Communicator {
   }
 
   void barrier(const CollectiveOptions& options) override {
-    enter();
+    enter("barrier");
     run([] { return std::string("barrier"); }, options, [&] {
       TL_NCCL_CHECK(ncclAllReduce(barrierWord_, barrierWord_, 1, ncclInt32, ncclSum, comm_,
                                   stream_));
     });
   }
 
+  // abandonNcclCommunicator: aborts now, unless failed already; every later call throws.
+  void abandon() {
+    failWith(std::make_exception_ptr(MembersLost(str("nccl communicator of rank ", rank_, " of ", size_,
+                                                     ": aborted, members of the job were lost"))));
+  }
+
   std::unique_ptr<Communicator> split(int color, int key,
                                       const CollectiveOptions& options) override {
-    enter();
+    enter("split");
     // The split itself is blocking; meeting every member first under the deadline means it
     // can only hang on a member that died in between.
     barrier(options);
@@ -199,9 +215,9 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
-  void enter() const {
-    if (failure_) std::rethrow_exception(failure_);
-  }
+  // Every call first rethrows this communicator's failure, or fails it with MembersLost when
+  // members of the job were lost since it was made (StickyFailure).
+  void enter(const char* operation) { failure_.check(operation, rank_, size_); }
 
   void checkCudaTensor(const at::Tensor& tensor, const char* operation, bool mustBeContiguous) {
     TL_CHECK(tensor.defined(), "nccl ", operation, " got an undefined tensor");
@@ -219,7 +235,7 @@ class NcclCommunicator final : public Communicator {
   // slots' padding is never read.
   std::unique_ptr<PendingCollective> startSegmented(const char* operation, at::Tensor& tensor,
                                                     const CollectiveOptions& options, bool reduce) {
-    enter();
+    enter(operation);
     checkCudaTensor(tensor, operation, /*mustBeContiguous=*/true);
     const ncclDataType_t type = reductionType(tensor.scalar_type());
     const std::int64_t numel = tensor.numel();
@@ -276,9 +292,15 @@ class NcclCommunicator final : public Communicator {
           timeout_(timeout), description_(std::move(description)) {}
 
     ~Pending() override {
-      if (!finished_ && !comm_.failure_ && cudaEventQuery(done_) != cudaSuccess) {
-        comm_.failWith(std::make_exception_ptr(
-            Error(str("nccl ", description_, " was abandoned before it completed"))));
+      if (!finished_ && !comm_.failure_.failed() && cudaEventQuery(done_) != cudaSuccess) {
+        // Dropped while unwinding from a loss (another communicator's MembersLost): the loss is
+        // the failure, as every later call should say.
+        if (comm_.failure_.abandoned()) {
+          comm_.abandon();
+        } else {
+          comm_.failWith(std::make_exception_ptr(
+              Error(str("nccl ", description_, " was abandoned before it completed"))));
+        }
       }
       cudaEventDestroy(done_);
     }
@@ -300,11 +322,14 @@ class NcclCommunicator final : public Communicator {
     }
 
    private:
-    // Throws the communicator's sticky failure; the aborted operation is then finished too.
+    // Throws the communicator's sticky failure (MembersLost once members were lost); the
+    // aborted operation is then finished too.
     void enterOrFinish() {
-      if (comm_.failure_) {
+      try {
+        comm_.failure_.check([this] { return description_; }, comm_.rank_, comm_.size_);
+      } catch (...) {
         finished_ = true;
-        std::rethrow_exception(comm_.failure_);
+        throw;
       }
     }
 
@@ -335,11 +360,14 @@ class NcclCommunicator final : public Communicator {
   }
 
   // One look at our work (`query`: cudaStreamQuery or cudaEventQuery): true when it is done,
-  // false while it runs. A CUDA or NCCL asynchronous error, or the deadline passed, aborts the
-  // NCCL communicator, which also stops its kernels, fails this communicator for good and throws.
+  // false while it runs. Members of the job lost (abandonCollectives), a CUDA or NCCL
+  // asynchronous error, or the deadline passed, aborts the NCCL communicator, which also stops
+  // its kernels (those waiting for a lost peer too), fails this communicator for good and throws
+  // (MembersLost, tl::Error, TimeoutError).
   bool poll(const std::function<cudaError_t()>& query, Clock::time_point deadline,
             std::chrono::milliseconds timeout, const std::function<std::string()>& describe) {
     try {
+      failure_.check(describe, rank_, size_);
       const cudaError_t state = query();
       if (state == cudaSuccess) return true;
       if (state != cudaErrorNotReady) throwCudaError(state, "querying the collective's completion", __FILE__, __LINE__);
@@ -383,8 +411,10 @@ class NcclCommunicator final : public Communicator {
 
   void fail() { failWith(std::current_exception()); }
 
-  void failWith(std::exception_ptr failure) {
-    failure_ = failure;
+  // Keeps the first failure; that one aborts the NCCL communicator (abortNccl).
+  void failWith(std::exception_ptr failure) { failure_.fail(std::move(failure)); }
+
+  void abortNccl() {
     if (comm_ != nullptr) {
       ncclCommAbort(comm_);
       comm_ = nullptr;
@@ -400,10 +430,17 @@ class NcclCommunicator final : public Communicator {
   void* torchProducerReady_ = nullptr;        // libtorch's CUDA event (a cudaEvent_t)
   cudaEvent_t legacyProducerReady_ = nullptr;  // without libtorch's CUDA support
   std::unique_ptr<Communicator> bootstrap_;  // only without ncclCommSplit
-  std::exception_ptr failure_;
+  StickyFailure failure_;
 };
 
 }  // namespace
+
+void abandonNccl(Communicator& nccl) {
+  auto* ours = dynamic_cast<NcclCommunicator*>(&nccl);
+  TL_CHECK(ours != nullptr, "abandonNcclCommunicator: given a communicator of backend '", nccl.backend(),
+           "', not one made by createNcclCommunicator");
+  ours->abandon();
+}
 
 std::unique_ptr<Communicator> wrapNcclCommunicator(ncclComm_t comm, int device,
                                                    std::unique_ptr<Communicator> ownedBootstrap) {

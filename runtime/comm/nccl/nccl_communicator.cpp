@@ -35,6 +35,8 @@ std::unique_ptr<Communicator> createNcclCommunicator(Communicator& bootstrap, in
   return nccl;
 }
 
+void abandonNcclCommunicator(Communicator& nccl) { detail::abandonNccl(nccl); }
+
 #else  // !TL_HAVE_NCCL
 
 bool ncclAvailable() { return false; }
@@ -45,6 +47,11 @@ std::unique_ptr<Communicator> createNcclCommunicator(Communicator& bootstrap, in
   throw Error(str("tl was built without NCCL (TL_WITH_NCCL=OFF, or CUDA/NCCL not found with "
                   "TL_WITH_NCCL=AUTO); cannot create an NCCL communicator for device ",
                   device, ". Rebuild with -DTL_WITH_NCCL=ON, or use the MPI backend."));
+}
+
+void abandonNcclCommunicator(Communicator& nccl) {
+  throw Error(str("tl was built without NCCL: there is no NCCL communicator to abandon (given a '",
+                  nccl.backend(), "' one)"));
 }
 
 #endif

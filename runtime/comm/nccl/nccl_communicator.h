@@ -8,7 +8,9 @@
 // after the allreduce (test() never blocks; wait() yields to other fibers), so the allreduce
 // runs beside the kernels queued after it (--overlap: backward's). Timeouts: on expiry the NCCL
 // communicator is aborted (ncclCommAbort) and the call, and every later one, throws
-// tl::TimeoutError.
+// tl::TimeoutError. Members lost (comm::abandonCollectives, runtime/comm/collective_timeout.h):
+// a communicator made before it aborts its NCCL communicator at the running collective's next
+// poll, or at the next call, which throws comm::MembersLost, as every later one does.
 #pragma once
 
 #include <memory>
@@ -29,5 +31,13 @@ int ncclVisibleDeviceCount();
 // fails all of them promptly. Throws tl::Error when NCCL is not built in or a device is
 // unusable. Tensors passed to it must be contiguous CUDA tensors on `device`.
 std::unique_ptr<Communicator> createNcclCommunicator(Communicator& bootstrap, int device);
+
+// After members of the job were lost: gives `nccl` (made by createNcclCommunicator) up for good.
+// Its NCCL communicator is aborted now (ncclCommAbort: local, and it stops kernels waiting for a
+// lost peer), unless it failed already, and every later call on it throws comm::MembersLost.
+// Destroying it afterwards destroys no NCCL communicator (one abandoned by abandonCollectives
+// is aborted, never ncclCommDestroy'ed, whether or not this was called). Training thread, as
+// every call on it. tl::Error for a communicator of another backend or without NCCL.
+void abandonNcclCommunicator(Communicator& nccl);
 
 }  // namespace tl::comm

@@ -30,6 +30,9 @@ std::unique_ptr<Communicator> setUpNcclCommunicator(Communicator& bootstrap, int
 std::unique_ptr<Communicator> wrapNcclCommunicator(ncclComm_t comm, int device,
                                                    std::unique_ptr<Communicator> ownedBootstrap);
 
+// abandonNcclCommunicator's work; tl::Error when `nccl` is not an NCCL communicator.
+void abandonNccl(Communicator& nccl);
+
 }  // namespace tl::comm::detail
 
 #define TL_CUDA_CHECK(call)                                                      \

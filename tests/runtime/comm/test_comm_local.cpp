@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <functional>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -106,19 +107,30 @@ class SoloCommunicator : public Communicator {
   }
 };
 
+// `action` must throw a tl::Error that says `withNccl` where NCCL is built in, and that it is not
+// built in elsewhere.
+void expectNcclRefusal(const std::function<void()>& action, const std::string& withNccl) {
+  try {
+    action();
+    FAIL() << "nothing was thrown";
+  } catch (const tl::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(ncclAvailable() ? withNccl : "built without NCCL"));
+  }
+}
+
 TEST(NcclFactory, FailsClearlyWhereNcclCannotRun) {
   if (ncclVisibleDeviceCount() > 0) GTEST_SKIP() << "a CUDA device is present";
   EXPECT_EQ(ncclVisibleDeviceCount(), 0);
   SoloCommunicator bootstrap;
-  try {
-    createNcclCommunicator(bootstrap, 0);
-    FAIL() << "created an NCCL communicator without a CUDA device";
-  } catch (const tl::Error& e) {
-    if (ncclAvailable())
-      EXPECT_THAT(e.what(), HasSubstr("cannot create an NCCL communicator"));
-    else
-      EXPECT_THAT(e.what(), HasSubstr("built without NCCL"));
-  }
+  expectNcclRefusal([&] { createNcclCommunicator(bootstrap, 0); }, "cannot create an NCCL communicator");
+}
+
+// Recovery gives the job's NCCL communicator up with this; any other communicator is a caller's
+// mistake, said clearly.
+TEST(NcclFactory, AbandoningRefusesACommunicatorOfAnotherBackend) {
+  SoloCommunicator solo;
+  expectNcclRefusal([&] { abandonNcclCommunicator(solo); },
+                    "given a communicator of backend 'solo', not one made by createNcclCommunicator");
 }
 
 TEST(NcclFactory, AvailabilityMatchesTheBuild) {
