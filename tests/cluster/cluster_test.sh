@@ -19,7 +19,8 @@
 #   recovery   tl-run on hosts h1:2,h2:2,h3:2 with 4 processes (h1 and h2 used) loses h2
 #              mid-run: every process of h2 (its Open MPI daemon included) SIGKILLed, in place
 #              (h1's ranks go on, found within 0.5 s by heartbeats) and with --recovery restart
-#              (the job starts again on h1 and h3, 4 processes); then h2's link down, in place
+#              (the job starts again on h1 and h3, 4 processes); one rank of h2 SIGKILLed, in
+#              place on the other three; then h2's link down, in place
 #              (found after the 1 s heartbeat deadline; h2's ranks see themselves cut off and
 #              end). Each ends on the DDP bits
 set -uo pipefail
@@ -269,14 +270,16 @@ case_recovery() {
   printf '#!/bin/sh\nexec "%s" mpirun "$@"\n' "$NSC" >"$wrapper" && chmod +x "$wrapper"
   recover_from "$WORK/killed" killed in-place
   recover_from "$WORK/killed_restart" killed restart
+  # One of h2's two ranks SIGKILLed (its daemon and the other rank live on): 3 processes go on.
+  recover_from "$WORK/one_killed" one-killed in-place
   # Same again, but h2's cable is pulled: nothing dies, h2 goes silent (heartbeats).
   recover_from "$WORK/unplugged" unplugged in-place
   "$NSC" link-up h2
 }
 
 # recover_from OUT HOW MODE: a tl-run job on h1:2,h2:2,h3:2 (4 processes: h1 and h2) loses h2
-# after step 10, HOW = killed (every process of h2, its Open MPI daemon included, SIGKILLed) or
-# unplugged (its link down). MODE in-place: the two ranks of h1 go on in their processes (ranks
+# after step 10, HOW = killed (every process of h2, its Open MPI daemon included, SIGKILLed),
+# one-killed (one rank of h2 only) or unplugged (its link down). MODE in-place: the two ranks of h1 go on in their processes (ranks
 # 2 and 3 found lost by heartbeats; h2's own ranks, if alive, find themselves cut off and end);
 # MODE restart: tl-run starts the job again on h1 and h3. Either way the DDP bits at the end.
 recover_from() {
@@ -299,6 +302,11 @@ recover_from() {
     victims=$(ip netns pids "$NSC_PREFIX-h2" | tr '\n' ' ')
     [[ -n $victims ]] || fail "$how: h2 runs processes of the job before it goes down"
     kill -KILL $victims 2>/dev/null
+  elif [[ $how == one-killed ]]; then
+    local victim
+    victim=$(for p in $(ip netns pids "$NSC_PREFIX-h2"); do [[ $(cat /proc/$p/comm 2>/dev/null) == tl-launch ]] && echo $p; done | head -1)
+    [[ -n $victim ]] || fail "$how: h2 runs a rank of the job"
+    kill -KILL $victim
   else
     "$NSC" link-down h2
   fi
@@ -315,9 +323,15 @@ recover_from() {
       "$(grep -c '^tl-run: restart 1 of at most 2: 4 processes' "$out.log")" 1
     return
   fi
-  check_record "$how ($mode): in place, ranks 2,3 lost, 2 processes after, 0 steps recomputed" \
-    "$(grep -m1 '"type":"failure"' "$out/metrics.jsonl")" \
-    'f.get("mode") == "in-place" and sorted(f.get("lost_ranks", [])) == [2, 3] and f.get("processes_after") == 2 and f.get("steps_recomputed") == 0'
+  if [[ $how == one-killed ]]; then
+    check_record "$how ($mode): in place, rank 2 or 3 lost, 3 processes after, 0 steps recomputed" \
+      "$(grep -m1 '"type":"failure"' "$out/metrics.jsonl")" \
+      'f.get("mode") == "in-place" and f.get("lost_ranks") in ([2], [3]) and f.get("processes_after") == 3 and f.get("steps_recomputed") == 0'
+  else
+    check_record "$how ($mode): in place, ranks 2,3 lost, 2 processes after, 0 steps recomputed" \
+      "$(grep -m1 '"type":"failure"' "$out/metrics.jsonl")" \
+      'f.get("mode") == "in-place" and sorted(f.get("lost_ranks", [])) == [2, 3] and f.get("processes_after") == 2 and f.get("steps_recomputed") == 0'
+  fi
   expect_eq "$how ($mode): no restart" "$(grep -c '^tl-run: restart' "$out.log")" 0
   expect_eq "$how ($mode): nothing left in recovery/candidates" "$(ls "$out/recovery/candidates" 2>/dev/null | wc -l)" 0
   # Detection: the failure's moment is the first detection; the recovery record counts from it.
