@@ -44,9 +44,9 @@ int run(int argc, char** argv) {
       "Runs a tl-launch job under mpirun and keeps it going when a rank is lost: killed, crashed,\n"
       "or hung for --hang-timeout seconds. By default (--recovery in-place) the survivors of a\n"
       "killed or crashed rank, or of a host lost (member heartbeats), go on in their own processes\n"
-      "at the last step boundary;\n"
-      "otherwise (a hang, the lead lost, --recovery restart) they write the job at that boundary\n"
-      "and tl-run starts it again on the processes that remain (hosts that were lost are left out).\n"
+      "at the last step boundary; otherwise (a hang, the lead lost, --recovery restart) they\n"
+      "write the job at that boundary and tl-run starts it again on the processes that remain\n"
+      "(hosts that were lost are left out).\n"
       "Either way: the same N logical workers, global batch and bits.\n"
       "Usage: tl-run --np P [options] -- <tl-launch flags, --output-dir required>");
   tl::cli::addInt(*app, "--np", &o.processes, "processes of the first launch", 1, 65536)->required();
