@@ -186,12 +186,22 @@ std::vector<elastic::Member> RecoveryGuard::pollHeartbeats(const std::vector<ela
       return {};
     }
   }
-  if (remote != heartbeatPeers_) {
-    heartbeat_->setPeers(remote, now);
-    heartbeatPeers_ = remote;
+  std::vector<heartbeat::LostPeer> found;
+  try {
+    if (remote != heartbeatPeers_) {
+      heartbeat_->setPeers(remote, now);
+      heartbeatPeers_ = remote;
+    }
+    found = heartbeat_->poll(now);
+  } catch (const std::exception& e) {  // no socket left (descriptors exhausted): not this thread's end
+    heartbeatFailed_ = true;
+    heartbeat_.reset();
+    spdlog::warn("heartbeats stopped ({}): the loss of members on other hosts is found by the collective timeout only",
+                 e.what());
+    return {};
   }
   std::vector<elastic::Member> lost;
-  for (const heartbeat::LostPeer& l : heartbeat_->poll(now)) {
+  for (const heartbeat::LostPeer& l : found) {
     if (!l.silent) {
       lost.push_back(l.member);  // its host says its process is gone
       continue;
