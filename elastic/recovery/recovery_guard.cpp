@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -17,7 +18,9 @@
 #include "common/files.h"
 #include "common/process_state.h"
 #include "common/signals.h"
+#include "control/control_key.h"
 #include "elastic/checkpoint/job_checkpoint.h"
+#include "elastic/recovery/member_heartbeat.h"
 #include "runtime/comm/collective_timeout.h"
 #include "runtime/comm/json_collectives.h"
 #include "runtime/comm/process_loss.h"
@@ -41,6 +44,22 @@ void onTerminate(int) {
 void onProcessLoss() {
   const char byte = 'l';
   [[maybe_unused]] ssize_t n = ::write(gWakePipe[1], &byte, 1);
+}
+
+// The exit status of a process whose host was cut off from the job (no copy written: the job
+// goes on on the other side).
+constexpr int kExitCutOff = 76;
+// Members found silent within this of the first are weighed together (a host cut off).
+constexpr double kSilenceSettleSeconds = 0.2;
+
+double monotonicNow() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string ranksOf(const std::vector<Member>& members) {
+  std::string s;
+  for (const Member& m : members) s += (s.empty() ? "" : ",") + std::to_string(m.rank);
+  return s;
 }
 
 // A process of this host that has ended (gone, a zombie, or dead).
@@ -130,8 +149,10 @@ void RecoveryGuard::watchMembers() {
         watched = watched_;
       }
       bool newLoss = false;
-      for (const elastic::Member& m : watched) {
-        if (m.host != host_ || m.pid <= 1 || m.pid == self || !processEnded(m.pid)) continue;
+      std::vector<elastic::Member> lost = pollHeartbeats(watched);
+      for (const elastic::Member& m : watched)
+        if (m.host == host_ && m.pid > 1 && m.pid != self && processEnded(m.pid)) lost.push_back(m);
+      for (const elastic::Member& m : lost) {
         std::lock_guard<std::mutex> lock(watchMutex_);
         if (std::find(gone_.begin(), gone_.end(), m) != gone_.end()) continue;
         if (gone_.empty()) {
@@ -145,6 +166,78 @@ void RecoveryGuard::watchMembers() {
       if (newLoss) comm::abandonCollectives();
     }
   });
+}
+
+std::vector<elastic::Member> RecoveryGuard::pollHeartbeats(const std::vector<elastic::Member>& watched) {
+  std::vector<elastic::Member> remote;
+  for (const elastic::Member& m : watched)
+    if (m.host != host_) remote.push_back(m);
+  if (heartbeatFailed_ || (remote.empty() && !heartbeat_)) return {};
+  const double now = monotonicNow();
+  if (!heartbeat_) {
+    try {
+      heartbeat_ = std::make_unique<heartbeat::MemberHeartbeat>(control::createOrReuseKey(config_.outputDir),
+                                                                paths_.dir, host_, int64_t(::getpid()));
+    } catch (const std::exception& e) {
+      heartbeatFailed_ = true;
+      spdlog::warn("no heartbeats with the members on other hosts ({}): their loss is found by the collective "
+                   "timeout only",
+                   e.what());
+      return {};
+    }
+  }
+  std::vector<heartbeat::LostPeer> found;
+  try {
+    if (remote != heartbeatPeers_) {
+      heartbeat_->setPeers(remote, now);
+      heartbeatPeers_ = remote;
+    }
+    found = heartbeat_->poll(now);
+  } catch (const std::exception& e) {  // no socket left (descriptors exhausted): not this thread's end
+    heartbeatFailed_ = true;
+    heartbeat_.reset();
+    spdlog::warn("heartbeats stopped ({}): the loss of members on other hosts is found by the collective timeout only",
+                 e.what());
+    return {};
+  }
+  std::vector<elastic::Member> lost;
+  for (const heartbeat::LostPeer& l : found) {
+    if (!l.silent) {
+      lost.push_back(l.member);  // its host says its process is gone
+      continue;
+    }
+    if (silent_.empty()) silentSince_ = now;
+    silent_.push_back(l.member);
+  }
+  if (silent_.empty() || now - silentSince_ < kSilenceSettleSeconds) return lost;
+  // A partition looks the same from both sides: the side that keeps more than half of the
+  // members not known dead (half, with the lead) goes on; the other ends.
+  size_t dead = 0;
+  {
+    std::lock_guard<std::mutex> lock(watchMutex_);
+    dead = gone_.size();
+  }
+  for (const elastic::Member& m : lost) dead += std::find(silent_.begin(), silent_.end(), m) == silent_.end();
+  const size_t counted = watched.size() > dead ? watched.size() - dead : 0;
+  const size_t heard = counted > silent_.size() ? counted - silent_.size() : 0;
+  const bool leadSilent =
+      std::any_of(silent_.begin(), silent_.end(), [](const elastic::Member& m) { return m.rank == 0; });
+  if (2 * heard < counted || (2 * heard == counted && leadSilent)) {
+    std::fprintf(stderr,
+                 "tl-launch: rank %d (%s): nothing heard for %.1f s from rank(s) %s on other hosts, which leaves "
+                 "this side %zu of %zu members%s: this host is cut off from the job, which goes on there; ending "
+                 "without a copy\n",
+                 rank_.load(), host_.c_str(), heartbeat::deadlineSeconds(), ranksOf(silent_).c_str(), heard, counted,
+                 leadSilent ? " without the lead" : "");
+    std::fflush(stderr);
+    spdlog::default_logger()->flush();
+    ::_exit(kExitCutOff);
+  }
+  spdlog::warn("nothing heard for {:.1f} s from rank(s) {} on other hosts: counted lost", heartbeat::deadlineSeconds(),
+               ranksOf(silent_));
+  lost.insert(lost.end(), silent_.begin(), silent_.end());
+  silent_.clear();
+  return lost;
 }
 
 bool RecoveryGuard::endHungMembers(const std::vector<int>& ranks) {

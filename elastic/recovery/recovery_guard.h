@@ -32,6 +32,9 @@
 #include "runtime/train/metrics.h"
 
 namespace tl::elastic {
+namespace heartbeat {
+class MemberHeartbeat;
+}
 
 class RecoveryGuard final : public est::StepObserver {
  public:
@@ -81,9 +84,13 @@ class RecoveryGuard final : public est::StepObserver {
   void leave();
 
   // In-place recovery (tl-run's default, elastic/recovery/in_place.h). Starts a watcher thread
-  // that checks the members' processes on this host every 20 ms; when one is gone it abandons
-  // the job's collectives (comm::abandonCollectives) so that the training thread leaves any it
-  // waits in and gets comm::MembersLost, without waiting for a timeout.
+  // that checks the members' processes on this host every 20 ms, and the members on other hosts
+  // by heartbeats (member_heartbeat.h); when one is gone it abandons the job's collectives
+  // (comm::abandonCollectives) so that the training thread leaves any it waits in and gets
+  // comm::MembersLost, without waiting for a timeout. Members on other hosts found silent
+  // together are counted after 0.2 s; when they leave this process's side without a quorum
+  // (half the members or fewer still heard, and not the lead's half), this host is cut off
+  // from a job that goes on elsewhere: the process says so and ends, without a copy.
   void watchMembers();
   struct Losses {
     std::vector<int> ranks;  // as of the member table (sorted)
@@ -111,6 +118,9 @@ class RecoveryGuard final : public est::StepObserver {
 
  private:
   void recordRecovery(int64_t stepsDone);
+  // The member watcher's round for members on other hosts: those found lost (silent ones
+  // once settled and this side keeps its quorum; otherwise it ends this process).
+  std::vector<elastic::Member> pollHeartbeats(const std::vector<elastic::Member>& watched);
 
   elastic::RecoveryPaths paths_;
   est::StepObserver& inner_;
@@ -142,6 +152,12 @@ class RecoveryGuard final : public est::StepObserver {
   std::atomic<bool> stopWatching_{false};
   std::atomic<bool> endedHung_{false};
   std::thread memberWatcher_;
+  // The member watcher's own (heartbeats to and from members on other hosts).
+  std::unique_ptr<heartbeat::MemberHeartbeat> heartbeat_;
+  bool heartbeatFailed_ = false;
+  std::vector<elastic::Member> heartbeatPeers_;
+  std::vector<elastic::Member> silent_;  // found silent, not yet counted (settling)
+  double silentSince_ = 0;
 };
 
 }  // namespace tl::elastic

@@ -17,9 +17,12 @@
 #   link-down  a host's link goes down mid-step: the job fails within its collective deadline
 #              naming that host
 #   recovery   tl-run on hosts h1:2,h2:2,h3:2 with 4 processes (h1 and h2 used) loses h2
-#              mid-run, once with every process of h2 (its Open MPI daemon included) SIGKILLed
-#              and once with h2's link down; tl-run starts the job again without h2, on h1 and
-#              h3, 4 processes, and it ends on the DDP bits
+#              mid-run: every process of h2 (its Open MPI daemon included) SIGKILLed, in place
+#              (h1's ranks go on, found within 0.5 s by heartbeats) and with --recovery restart
+#              (the job starts again on h1 and h3, 4 processes); one rank of h2 SIGKILLed, in
+#              place on the other three; then h2's link down, in place
+#              (found after the 1 s heartbeat deadline; h2's ranks see themselves cut off and
+#              end). Each ends on the DDP bits
 set -uo pipefail
 
 readonly CASE=${1:?usage: cluster_test.sh bits|loaders|inplace|link-down|recovery BIN_DIR}
@@ -265,19 +268,25 @@ case_recovery() {
   # tl-run's mpirun is the cluster's (on the head, over TCP); mpirun fills h1 then h2.
   local wrapper=$WORK/cluster-mpirun
   printf '#!/bin/sh\nexec "%s" mpirun "$@"\n' "$NSC" >"$wrapper" && chmod +x "$wrapper"
-  recover_from "$WORK/killed" killed
-  # Same again, but h2's cable is pulled: nothing dies, the survivors' collectives time out.
-  recover_from "$WORK/unplugged" unplugged
+  recover_from "$WORK/killed" killed in-place
+  recover_from "$WORK/killed_restart" killed restart
+  # One of h2's two ranks SIGKILLed (its daemon and the other rank live on): 3 processes go on.
+  recover_from "$WORK/one_killed" one-killed in-place
+  # Same again, but h2's cable is pulled: nothing dies, h2 goes silent (heartbeats).
+  recover_from "$WORK/unplugged" unplugged in-place
+  "$NSC" link-up h2
 }
 
-# recover_from OUT HOW: a tl-run job on h1:2,h2:2,h3:2 (4 processes: h1 and h2) loses h2 after
-# step 10, HOW = killed (every process of h2, its Open MPI daemon included, SIGKILLed) or
-# unplugged (its link down); tl-run must start it again on h1 and h3 and end on the DDP bits.
+# recover_from OUT HOW MODE: a tl-run job on h1:2,h2:2,h3:2 (4 processes: h1 and h2) loses h2
+# after step 10, HOW = killed (every process of h2, its Open MPI daemon included, SIGKILLed),
+# one-killed (one rank of h2 only) or unplugged (its link down). MODE in-place: the two ranks of h1 go on in their processes (ranks
+# 2 and 3 found lost by heartbeats; h2's own ranks, if alive, find themselves cut off and end);
+# MODE restart: tl-run starts the job again on h1 and h3. Either way the DDP bits at the end.
 recover_from() {
-  local out=$1 how=$2
+  local out=$1 how=$2 mode=$3
   timeout -k 5 200 "$BIN/tl-run" --np 4 --hosts h1:2,h2:2,h3:2 --max-restarts 2 --hang-timeout 4 \
-    --kill-grace 5 --mpirun "$wrapper" --launch "$BIN/tl-launch" -- "${J[@]}" --log-every 1 \
-    --output-dir "$out" >"$out.log" 2>&1 &
+    --kill-grace 5 --recovery "$mode" --grow-back off --mpirun "$wrapper" --launch "$BIN/tl-launch" -- \
+    "${J[@]}" --log-every 1 --output-dir "$out" >"$out.log" 2>&1 &
   local runpid=$!
   local step=-1
   for _ in $(seq 900); do
@@ -285,31 +294,75 @@ recover_from() {
     [[ -n $step && $step -ge 10 ]] && break
     sleep 0.1
   done
-  echo "h2 is $how after step ${step:-none}"
+  echo "h2 is $how after step ${step:-none} ($mode)"
+  local eventAt
+  eventAt=$(date +%s.%N)
   if [[ $how == killed ]]; then
     local victims
     victims=$(ip netns pids "$NSC_PREFIX-h2" | tr '\n' ' ')
     [[ -n $victims ]] || fail "$how: h2 runs processes of the job before it goes down"
     kill -KILL $victims 2>/dev/null
+  elif [[ $how == one-killed ]]; then
+    local victim
+    victim=$(for p in $(ip netns pids "$NSC_PREFIX-h2"); do [[ $(cat /proc/$p/comm 2>/dev/null) == tl-launch ]] && echo $p; done | head -1)
+    [[ -n $victim ]] || fail "$how: h2 runs a rank of the job"
+    kill -KILL $victim
   else
     "$NSC" link-down h2
   fi
   wait $runpid
   local rc=$?
-  echo "--- tl-run's log:"; grep -E '^tl-run' "$out.log"
-  expect_eq "$how: tl-run finished the job after losing h2" "$rc" 0
-  expect_eq "$how: a lost host does not change the bits" "$(sha "$out")" "$ref"
-  local failure
-  failure=$(grep -m1 '"type":"failure"' "$out/metrics.jsonl")
-  python3 - "$failure" <<'PY' && pass "$how: the failure record names host h2 and ranks 2,3; 4 processes after it" ||
+  echo "--- tl-run's log:"; grep -E '^tl-run|^tl-launch|cut off|counted lost|go on in place' "$out.log"
+  expect_eq "$how ($mode): tl-run finished the job after losing h2" "$rc" 0
+  expect_eq "$how ($mode): a lost host does not change the bits" "$(sha "$out")" "$ref"
+  if [[ $mode == restart ]]; then
+    check_record "$how ($mode): the failure record names host h2 and ranks 2,3; 4 processes after it" \
+      "$(grep -m1 '"type":"failure"' "$out/metrics.jsonl")" \
+      'f.get("lost_hosts") == ["h2"] and sorted(f.get("lost_ranks", [])) == [2, 3] and f.get("processes_after") == 4'
+    expect_eq "$how ($mode): tl-run restarted once, on 4 processes" \
+      "$(grep -c '^tl-run: restart 1 of at most 2: 4 processes' "$out.log")" 1
+    return
+  fi
+  if [[ $how == one-killed ]]; then
+    check_record "$how ($mode): in place, rank 2 or 3 lost, 3 processes after, 0 steps recomputed" \
+      "$(grep -m1 '"type":"failure"' "$out/metrics.jsonl")" \
+      'f.get("mode") == "in-place" and f.get("lost_ranks") in ([2], [3]) and f.get("processes_after") == 3 and f.get("steps_recomputed") == 0'
+  else
+    check_record "$how ($mode): in place, ranks 2,3 lost, 2 processes after, 0 steps recomputed" \
+      "$(grep -m1 '"type":"failure"' "$out/metrics.jsonl")" \
+      'f.get("mode") == "in-place" and sorted(f.get("lost_ranks", [])) == [2, 3] and f.get("processes_after") == 2 and f.get("steps_recomputed") == 0'
+  fi
+  expect_eq "$how ($mode): no restart" "$(grep -c '^tl-run: restart' "$out.log")" 0
+  expect_eq "$how ($mode): nothing left in recovery/candidates" "$(ls "$out/recovery/candidates" 2>/dev/null | wc -l)" 0
+  # Detection: the failure's moment is the first detection; the recovery record counts from it.
+  local times
+  times=$(python3 - "$out/metrics.jsonl" "$eventAt" <<'PY'
 import json, sys
-f = json.loads(sys.argv[1])
-ok = f.get("lost_hosts") == ["h2"] and sorted(f.get("lost_ranks", [])) == [2, 3] and f.get("processes_after") == 4
-print(json.dumps({k: f.get(k) for k in ("lost_hosts", "lost_ranks", "detected_by", "processes_before", "processes_after")}))
-sys.exit(0 if ok else 1)
+recs = [json.loads(l) for l in open(sys.argv[1]) if '"type":"failure"' in l or '"type":"recovery"' in l]
+f = next(r for r in recs if r["type"] == "failure"); r = next(r for r in recs if r["type"] == "recovery")
+print("%.3f %.3f %.3f %.3f" % (f["failed_at"] - float(sys.argv[2]), r["recovery_s"], r["agreement_s"], r["first_step_s"]))
 PY
-    fail "$how: the failure record names host h2 and ranks 2,3; 4 processes after it: $failure"
-  expect_eq "$how: tl-run restarted once, on 4 processes" "$(grep -c '^tl-run: restart 1 of at most 2: 4 processes' "$out.log")" 1
+)
+  read -r detect toStep agree firstStep <<<"$times"
+  echo "$how ($mode): detection ${detect} s after the event; detection -> first step ${toStep} s (agreement ${agree} s, first step ${firstStep} s)"
+  local bound=0.5
+  [[ $how == unplugged ]] && bound=1.6  # the heartbeat deadline (1.0 s) and the settling (0.2 s)
+  if python3 -c "import sys; sys.exit(0 if 0 <= $detect <= $bound else 1)"; then
+    pass "$how ($mode): detected within $bound s ($detect s)"
+  else
+    fail "$how ($mode): detected within $bound s ($detect s)"
+  fi
+}
+
+check_record() {  # NAME JSON PYTHON-CONDITION-ON-f
+  if python3 - "$2" "$3" <<'PY'
+import json, sys
+f = json.loads(sys.argv[1]) if sys.argv[1] else {}
+print(json.dumps({k: f.get(k) for k in ("mode", "lost_hosts", "lost_ranks", "detected_by", "processes_before",
+                                        "processes_after", "steps_recomputed")}))
+sys.exit(0 if eval(sys.argv[2]) else 1)
+PY
+  then pass "$1"; else fail "$1: $2"; fi
 }
 
 case "$CASE" in

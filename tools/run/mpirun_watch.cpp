@@ -82,6 +82,16 @@ int notedExitStatus(const elastic::RecoveryPaths& paths) {
   return worst;
 }
 
+// In place: seconds mpirun may take to end after the lead wrote summary.json.
+constexpr double kFinishedGraceSeconds = 10;
+
+// Whether the lead wrote summary.json (in the output folder, recovery/'s parent) since `started`.
+bool summaryWrittenSince(const elastic::RecoveryPaths& paths, std::filesystem::file_time_type started) {
+  std::error_code ec;
+  const auto written = std::filesystem::last_write_time(std::filesystem::path(paths.dir).parent_path() / "summary.json", ec);
+  return !ec && written >= started;
+}
+
 // An in-place launch's mpirun (--enable-recovery) exits 0 whatever its processes' statuses: the
 // launch finished only when no copy was written, no process noted a failure, and the lead wrote
 // summary.json since it started.
@@ -89,10 +99,26 @@ int inPlaceStatus(const elastic::RecoveryPaths& paths, int processes,
                   std::filesystem::file_time_type started) {
   if (!elastic::readFailure(paths, processes).candidates.empty()) return 1;
   if (const int noted = notedExitStatus(paths)) return noted;
-  std::error_code ec;
-  const auto summary = std::filesystem::path(paths.dir).parent_path() / "summary.json";
-  const auto written = std::filesystem::last_write_time(summary, ec);
-  return ec || written < started ? 1 : 0;
+  return summaryWrittenSince(paths, started) ? 0 : 1;
+}
+
+// Open MPI 4.1's daemon on another host reports only the first process of a job that ended
+// abnormally (two ranks killed on one host, or a survivor's _exit after a loss), and a daemon
+// cut off reports nothing: mpirun --enable-recovery then waits for ever after an in-place job
+// finished. Ends it once the job is over and mpirun has had its time.
+void endMpirunAfterTheJob(pid_t pid, double sinceSummary) {
+  std::fprintf(stderr,
+               "tl-run: the job finished %.0f s ago but mpirun has not ended (Open MPI's daemons did not report "
+               "every lost process); ending mpirun\n",
+               sinceSummary);
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 100; ++i) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
 }
 
 int waitForMpirun(pid_t pid, const SupervisorOptions& o, const elastic::RecoveryPaths& paths, int processes) {
@@ -102,6 +128,7 @@ int waitForMpirun(pid_t pid, const SupervisorOptions& o, const elastic::Recovery
   bool interruptSent = false;
   // In place: after a recovery the job asks to grow back to this launch's size (--grow-back).
   std::optional<GrowBack> growBack;
+  std::optional<Clock::time_point> finished;  // in place: when summary.json was seen written
   if (o.inPlace && o.growBack) growBack.emplace(std::filesystem::path(paths.dir).parent_path().string(), processes);
   for (;;) {
     int status = 0;
@@ -117,10 +144,7 @@ int waitForMpirun(pid_t pid, const SupervisorOptions& o, const elastic::Recovery
       // it started.
       if (code == 0) {
         if (!elastic::readFailure(paths, processes).candidates.empty()) return 1;
-        std::error_code ec;
-        const auto summary = std::filesystem::path(paths.dir).parent_path() / "summary.json";
-        const auto written = std::filesystem::last_write_time(summary, ec);
-        if (ec || written < started) return 1;
+        if (!summaryWrittenSince(paths, started)) return 1;
       }
 #endif
       return code;
@@ -130,6 +154,14 @@ int waitForMpirun(pid_t pid, const SupervisorOptions& o, const elastic::Recovery
       interruptSent = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (o.inPlace && !finished && summaryWrittenSince(paths, started)) finished = Clock::now();
+    if (finished && !gInterrupt.load()) {
+      const double since = std::chrono::duration<double>(Clock::now() - finished.value()).count();
+      if (since > kFinishedGraceSeconds) {
+        endMpirunAfterTheJob(pid, since);
+        return inPlaceStatus(paths, processes, started);
+      }
+    }
     if (gInterrupt.load() || !std::filesystem::exists(paths.candidates())) continue;
     const FailureReport report = elastic::readFailure(paths, processes);
     if (report.candidates.empty()) continue;

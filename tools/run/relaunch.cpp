@@ -1,9 +1,11 @@
 #include "tools/run/relaunch.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "common/check.h"
+#include "elastic/recovery/member_heartbeat.h"
 #include "tools/mpirun/mpirun_command.h"
 
 namespace tl::run {
@@ -76,6 +78,9 @@ std::vector<std::string> launchCommand(const SupervisorOptions& o, const LaunchP
     c.extraArgs.insert(c.extraArgs.begin(),
                        {"--enable-recovery", "-x", std::string(elastic::kInPlaceEnv) + "=1", "-x",
                         std::string(elastic::kExitFileEnv) + "=" + recoveryPathsOf(o).exitStatuses()});
+    // The heartbeat deadline given to tl-run reaches every host (member_heartbeat.h).
+    if (const char* deadline = std::getenv(elastic::heartbeat::kDeadlineEnv))
+      c.extraArgs.insert(c.extraArgs.begin(), {"-x", std::string(elastic::heartbeat::kDeadlineEnv) + "=" + deadline});
   }
 #if TL_OPEN_MPI_5
   // Open MPI 5's daemon ignores that setting and sends SIGCONT, SIGTERM and SIGKILL 0.25 s apart:

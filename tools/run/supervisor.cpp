@@ -72,6 +72,7 @@ Run prepare(const SupervisorOptions& o) {
   ensureWritableDir(run.paths.dir, "recovery directory");
   fs::remove_all(run.paths.candidates());
   fs::remove(run.paths.history());
+  fs::remove_all(fs::path(run.paths.dir) / "members");  // earlier runs' heartbeat endpoints
   return run;
 }
 

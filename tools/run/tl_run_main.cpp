@@ -43,9 +43,10 @@ int run(int argc, char** argv) {
       kProgram,
       "Runs a tl-launch job under mpirun and keeps it going when a rank is lost: killed, crashed,\n"
       "or hung for --hang-timeout seconds. By default (--recovery in-place) the survivors of a\n"
-      "killed or crashed rank on this host go on in their own processes at the last step boundary;\n"
-      "otherwise (a hang, the lead lost, --recovery restart) they write the job at that boundary\n"
-      "and tl-run starts it again on the processes that remain (hosts that were lost are left out).\n"
+      "killed or crashed rank, or of a host lost (member heartbeats), go on in their own processes\n"
+      "at the last step boundary; otherwise (a hang, the lead lost, --recovery restart) they\n"
+      "write the job at that boundary and tl-run starts it again on the processes that remain\n"
+      "(hosts that were lost are left out).\n"
       "Either way: the same N logical workers, global batch and bits.\n"
       "Usage: tl-run --np P [options] -- <tl-launch flags, --output-dir required>");
   tl::cli::addInt(*app, "--np", &o.processes, "processes of the first launch", 1, 65536)->required();
@@ -75,14 +76,6 @@ int run(int argc, char** argv) {
   TL_REQUIRE(growBack == "on" || growBack == "off", "--grow-back: '", growBack, "' is not on or off");
   o.growBack = growBack == "on";
   if (!hosts.empty()) o.hosts = tl::cli::parseHostList(hosts, "--hosts");
-  const std::string here = tl::hostName();
-  for (const auto& h : o.hosts) {
-    if (!o.inPlace || h.host == here || h.host == "localhost") continue;
-    // The member watcher sees this host's processes only (docs/design/recovery.md).
-    std::fprintf(stderr, "tl-run: --hosts names %s: in-place recovery covers ranks on this host only so far; "
-                         "a lost rank restarts the job (--recovery restart)\n", h.host.c_str());
-    o.inPlace = false;
-  }
   o.mpirunArgs = tl::cli::splitBlanks(mpirunArgs);
   o.launchArgs = job;
   return tl::run::supervise(o);
