@@ -239,7 +239,8 @@ void MpiCommunicator::run(const std::function<std::string()>& describe, std::vec
 
 // Operations that are MPI requests, complete when MPI_Testall says so.
 MpiCommunicator::Started MpiCommunicator::begin(std::vector<at::Tensor> buffers, const CollectiveOptions& options,
-                                                const std::function<void(std::vector<MPI_Request>&)>& start) {
+                                                const std::function<void(std::vector<MPI_Request>&)>& start,
+                                                bool collective) {
   return beginPolled(std::move(buffers), options, [&](std::vector<at::Tensor>&) {
     auto requests = std::make_shared<std::vector<MPI_Request>>();
     start(*requests);
@@ -249,19 +250,19 @@ MpiCommunicator::Started MpiCommunicator::begin(std::vector<at::Tensor> buffers,
                                MPI_STATUSES_IGNORE));
       return complete != 0;
     });
-  });
+  }, collective);
 }
 
 // The general form: start() begins the collective (adding to the buffers MPI may write into)
 // and returns its poll function (tl::Error when MPI fails).
 MpiCommunicator::Started MpiCommunicator::beginPolled(
     std::vector<at::Tensor> buffers, const CollectiveOptions& options,
-    const std::function<std::function<bool()>(std::vector<at::Tensor>&)>& start) {
+    const std::function<std::function<bool()>(std::vector<at::Tensor>&)>& start, bool collective) {
   Started op;
   op.buffers = std::move(buffers);
   op.timeout = timeoutFor(options);
   op.deadline = deadlineAfter(op.timeout);
-  rollCall_->enter();
+  if (collective) rollCall_->enter();
   try {
     op.poll = start(op.buffers);
   } catch (...) {
@@ -309,6 +310,10 @@ void MpiCommunicator::finish(Started& op, const std::function<std::string()>& de
           return op.poll();
         },
         op.deadline);
+    if (!done && op.peer) {
+      throw TimeoutError(timeoutMessage("mpi", describe(), rank_, size_, op.timeout,
+                                        str("rank ", *op.peer, " did not take part in time")));
+    }
     if (!done) {
       const std::vector<int> absent = rollCall_->absentees(rollCallGrace(op.timeout));
       throw CollectiveTimeout(timeoutMessage("mpi", describe(), rank_, size_, op.timeout,

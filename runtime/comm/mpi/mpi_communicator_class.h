@@ -58,6 +58,12 @@ class MpiCommunicator final : public Communicator {
   at::Tensor allgather(const at::Tensor& tensor, const CollectiveOptions& options) override;
   void barrier(const CollectiveOptions& options) override;
   std::unique_ptr<Communicator> split(int color, int key, const CollectiveOptions& options) override;
+  // mpi_point_to_point.cpp.
+  bool pointToPoint() const override { return true; }
+  std::unique_ptr<PendingCollective> startSend(const at::Tensor& tensor, int peer, int tag,
+                                               const CollectiveOptions& options) override;
+  std::unique_ptr<PendingCollective> startReceive(at::Tensor& tensor, int peer, int tag,
+                                                  const CollectiveOptions& options) override;
 
  private:
   class Pending;
@@ -68,7 +74,11 @@ class MpiCommunicator final : public Communicator {
     std::vector<at::Tensor> buffers;
     std::chrono::milliseconds timeout{};
     Clock::time_point deadline;
+    std::optional<int> peer;  // point-to-point: the other member (no roll call on a timeout)
   };
+
+  std::unique_ptr<PendingCollective> startPointToPoint(const char* operation, at::Tensor& tensor, int peer,
+                                                       int tag, const CollectiveOptions& options);
 
   // mpi_ring_launch.cpp: a half of the ring, a ring started, whether it travels compact.
   std::unique_ptr<PendingCollective> startHalfRing(const char* operation, RingPhases phases,
@@ -96,10 +106,13 @@ class MpiCommunicator final : public Communicator {
   }
   void run(const std::function<std::string()>& describe, std::vector<at::Tensor> buffers,
            const CollectiveOptions& options, const std::function<void(std::vector<MPI_Request>&)>& start);
+  // `collective`: counted for the roll call (point-to-point is not: members take part in
+  // different messages).
   Started begin(std::vector<at::Tensor> buffers, const CollectiveOptions& options,
-                const std::function<void(std::vector<MPI_Request>&)>& start);
+                const std::function<void(std::vector<MPI_Request>&)>& start, bool collective = true);
   Started beginPolled(std::vector<at::Tensor> buffers, const CollectiveOptions& options,
-                      const std::function<std::function<bool()>(std::vector<at::Tensor>&)>& start);
+                      const std::function<std::function<bool()>(std::vector<at::Tensor>&)>& start,
+                      bool collective = true);
   void progressRings();
   bool progressRing(RingAllreduce& ring);
   bool progress(Started& op);
