@@ -13,7 +13,9 @@
 // transfer, and each process's first step on the new layout against its second (wall and CPU
 // seconds; survivors S, joiners J). TL_BENCH_CYCLES (default 3) sets the cycles per job,
 // TL_BENCH_CKPT=0 skips checkpoint-restart, TL_BENCH_WARMUPS="1 2" the jobs' warm-ups
-// (0: none).
+// (0: none), TL_BENCH_SENDERS="all" who sends the replica to the joiners (issue 43): "all"
+// every survivor, "1" the owner of EST 0 alone as before (TL_REPLICA_SENDERS=1); every
+// warm-up runs with every sender setting, one job each, in this invocation.
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -115,14 +117,16 @@ int envInt(const char* name, int fallback) {
 
 // One in-place job: the cycle shrink 4 -> 2, placement 3,1, placement 2,2, grow 2 -> 4, kCycles
 // times; joiners warm up at level `warmUp` (TL_JOIN_WARMUP).
-InPlaceRun inPlaceJob(const std::string& root, const std::string& data, int cycles, int warmUp) {
+InPlaceRun inPlaceJob(const std::string& root, const std::string& data, int cycles, int warmUp,
+                      const std::string& senders) {
   // The changes at known steps (tl-ctl --at-step), each followed by steps on the new layout;
   // each figure is the median over the cycles (steps of 2-3 s on a shared machine vary by more
   // than the pauses measured).
   constexpr int kCycle = 20, kFirst = 3;
-  const std::string out = root + "/inplace_warmup" + std::to_string(warmUp);
+  const std::string out = root + "/inplace_warmup" + std::to_string(warmUp) + "_senders_" + senders;
   const std::string ctl = binDir() + "/tl-ctl ";
-  pid_t job = startJob("env TL_RESCALE_STEP_TIMES=1 TL_JOIN_WARMUP=" + std::to_string(warmUp) + " " + mpirun(4) +
+  const std::string sendersEnv = senders == "1" ? " TL_REPLICA_SENDERS=1" : "";
+  pid_t job = startJob("env TL_RESCALE_STEP_TIMES=1 TL_JOIN_WARMUP=" + std::to_string(warmUp) + sendersEnv + " " + mpirun(4) +
                        binDir() + "/tl-launch" + jobFlags(data, kFirst + cycles * kCycle + 2) + " --output-dir " + out +
                        " >" + out + ".log 2>&1");
   while (!std::filesystem::exists(out + "/control.json")) std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -213,8 +217,17 @@ InPlaceRun inPlaceJob(const std::string& root, const std::string& data, int cycl
 
 const char* warmUpName(int w) { return w == 0 ? "none" : w == 1 ? "fwd+bwd (before)" : "full (issue 43)"; }
 
-void printGrows(int warmUp, const InPlaceRun& run) {
-  std::printf("\ngrow 2 -> 4, joiners' warm-up %s, per cycle:\n", warmUpName(warmUp));
+// One job of the invocation: the joiners' warm-up and who sends them the replica.
+struct Job {
+  int warmUp;
+  std::string senders;  // "all" or "1"
+  std::string name() const {
+    return std::string(warmUpName(warmUp)) + (senders == "1" ? ", 1 sender" : ", all senders");
+  }
+};
+
+void printGrows(const Job& job, const InPlaceRun& run) {
+  std::printf("\ngrow 2 -> 4, joiners' warm-up %s, per cycle:\n", job.name().c_str());
   std::printf("%5s %6s %8s %8s %9s %7s %7s %9s %8s %9s %9s %6s  %s\n", "cycle", "step", "normal s", "pause s",
               "in-job s", "bcast", "comms", "layout s", "xfer s", "xfer MB/s", "link MB/s", "ratio",
               "first/second step per process, wall (cpu) s; S survivor, J joiner");
@@ -237,6 +250,7 @@ void printGrows(int warmUp, const InPlaceRun& run) {
     std::printf("%5d %6d %8.2f %8.3f %9.3f %7.3f %7.3f %9.3f %8.3f %9.0f %9.0f %6.2f  %s\n", ++c, g.step, g.normal,
                 g.pause, g.inJob, g.boundary, g.communicators, g.layout, g.transfer, xfer, g.linkMbps,
                 g.linkMbps > 0 ? xfer / g.linkMbps : 0.0, procs.str().c_str());
+    std::fflush(stdout);
     // Where each process's first step (and second) on the new layout went: fibers and loader
     // built, loader waited for, compute, exchanges (EstExecutor::StepSplit).
     std::ostringstream split;
@@ -260,14 +274,20 @@ int main() {
   auto root = scratch("inplace-rescale");
   auto data = synthData(root, 50000);  // the size of CIFAR-10's training set
   const int cycles = envInt("TL_BENCH_CYCLES", 3);
-  std::vector<int> warmUps;
+  std::vector<Job> jobs;
   {
-    std::istringstream in(std::getenv("TL_BENCH_WARMUPS") ? std::getenv("TL_BENCH_WARMUPS") : "1 2");
-    for (int w; in >> w;) warmUps.push_back(w);
+    const auto list = [](const char* name, const char* fallback) {
+      std::vector<std::string> items;
+      std::istringstream in(std::getenv(name) ? std::getenv(name) : fallback);
+      for (std::string item; in >> item;) items.push_back(item);
+      return items;
+    };
+    for (const std::string& w : list("TL_BENCH_WARMUPS", "1 2"))
+      for (const std::string& senders : list("TL_BENCH_SENDERS", "all")) jobs.push_back({std::stoi(w), senders});
   }
   std::printf("In-place rescale vs checkpoint-restart, ResNet-18, 4 logical workers, batch 32 each\n\n");
   std::vector<InPlaceRun> runs;
-  for (int w : warmUps) runs.push_back(inPlaceJob(root, data, cycles, w));
+  for (const Job& job : jobs) runs.push_back(inPlaceJob(root, data, cycles, job.warmUp, job.senders));
 
   const bool ckpt = envInt("TL_BENCH_CKPT", 1) != 0;
   Measured cr[3];
@@ -277,7 +297,7 @@ int main() {
     cr[2] = checkpointRestart(root, "grow", data, 2, "", 4, "");
   }
 
-  std::printf("%-22s %-17s %8s %11s %11s %11s %9s %12s %9s\n", "change", "joiners' warm-up", "step s", "in-place s",
+  std::printf("%-22s %-31s %8s %11s %11s %11s %9s %12s %9s\n", "change", "joiners' warm-up, senders", "step s", "in-place s",
               "(in-job s)", "ckpt-rst s", "speed-up", "start-up hid", "moved MB");
   const char* names[] = {"shrink 4 -> 2", "placement 3,1 -> 2,2", "grow 2 -> 4"};
   for (size_t r = 0; r < runs.size(); ++r) {
@@ -292,15 +312,34 @@ int main() {
         std::snprintf(crs, sizeof crs, "%.2f", cr[i].pause);
         std::snprintf(speed, sizeof speed, "%.1fx", cr[i].pause / std::max(pause, 1e-3));
       }
-      std::printf("%-22s %-17s %8.2f %11.3f %11.3f %11s %9s %12s %9.1f\n", names[i], warmUpName(warmUps[r]), m.normal,
+      std::printf("%-22s %-31s %8.2f %11.3f %11.3f %11s %9s %12s %9.1f\n", names[i], jobs[r].name().c_str(), m.normal,
                   m.pause, m.controller, crs, speed, hid, m.megabytes);
     }
   }
-  for (size_t r = 0; r < runs.size(); ++r) printGrows(warmUps[r], runs[r]);
+  for (size_t r = 0; r < runs.size(); ++r) printGrows(jobs[r], runs[r]);
+  // The replica's transfer per job: medians over the cycles of its seconds, of its MB/s (one
+  // copy) and of the link's.
+  std::printf("\nreplica transfer to the joiners, median over cycles:\n%-31s %8s %10s %10s %7s %9s\n", "job", "xfer s",
+              "xfer MB/s", "link MB/s", "ratio", "vs first");
+  const auto transferMedian = [](const InPlaceRun& run, int what) {
+    std::vector<double> v;
+    for (const GrowCycle& g : run.grows) {
+      const double joiners = std::max<double>(1, double(std::count_if(g.processes.begin(), g.processes.end(),
+                                                                       [](const nlohmann::json& p) { return p["joined"].get<bool>(); })));
+      const double mbps = g.transfer > 0 ? g.mb / joiners / g.transfer : 0.0;
+      v.push_back(what == 0 ? g.transfer : what == 1 ? mbps : what == 2 ? g.linkMbps : (g.linkMbps > 0 ? mbps / g.linkMbps : 0));
+    }
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  for (size_t r = 0; r < runs.size(); ++r)
+    std::printf("%-31s %8.3f %10.0f %10.0f %7.2f %8.2fx\n", jobs[r].name().c_str(), transferMedian(runs[r], 0),
+                transferMedian(runs[r], 1), transferMedian(runs[r], 2), transferMedian(runs[r], 3),
+                transferMedian(runs[r], 0) / std::max(transferMedian(runs[0], 0), 1e-6));
   if (runs.size() > 1) {
     std::printf("\ngrow pause (median over cycles) against the first job's: ");
     for (size_t r = 1; r < runs.size(); ++r)
-      std::printf("%s %.2fx  ", warmUpName(warmUps[r]),
+      std::printf("%s %.2fx  ", jobs[r].name().c_str(),
                   std::max(runs[r].grow.pause, runs[r].grow.controller) /
                       std::max(std::max(runs[0].grow.pause, runs[0].grow.controller), 1e-3));
     std::printf("\n");

@@ -6,10 +6,14 @@
 //  - after: broadcastNamedTensors (est/context_exchange.h): records first, then the bytes
 //    straight from the live tensors in 2 MiB broadcasts (--chunk-mib) through one reused buffer;
 //  - link: one broadcast of as many bytes from a buffer already paged in, into one already
-//    paged in: what the communicator itself carries.
-// Rounds interleave the three (their order rotates), so load on a shared machine hits each
+//    paged in: what the communicator itself carries;
+//  - senders: sendNamedTensorsFromSenders (est/context_exchange.h): every sender (ranks
+//    0 .. --senders - 1, as the survivors of a grow) sends its share of the bytes point-to-point
+//    to every joiner, straight from its tensors into theirs, in --p2p-mib pieces.
+// before, after and link run over the owner (rank 0) and the joiners only; senders over all.
+// Rounds interleave the methods (their order rotates), so load on a shared machine hits each
 // alike; each figure is the median over the rounds of the slowest process's seconds.
-//   mpirun -np 3 build/bench/bench_replica_transfer [--rounds 9] [--chunk-mib 2]
+//   mpirun -np 4 build/bench/bench_replica_transfer [--senders 2] [--rounds 9] [--chunk-mib 2] [--p2p-mib 4]
 #include <ATen/ATen.h>
 #include <torch/torch.h>
 
@@ -80,11 +84,18 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   tl::comm::MpiSession session(&argc, &argv);
-  auto comm = tl::comm::createMpiWorldCommunicator();
+  auto world = tl::comm::createMpiWorldCommunicator();
   const int rounds = int(flagValue(argc, argv, "--rounds", 9));
   const int64_t chunk = int64_t(flagValue(argc, argv, "--chunk-mib", 2) * (1 << 20));
+  const int64_t piece = int64_t(flagValue(argc, argv, "--p2p-mib", 4) * (1 << 20));
+  const int senderCount = std::clamp(int(flagValue(argc, argv, "--senders", 1)), 1, world->size() - 1);
+  std::vector<int> senders, joiners;
+  for (int r = 0; r < world->size(); ++r) (r < senderCount ? senders : joiners).push_back(r);
+  // The owner and the joiners, as a grow's single-sender transfer runs.
+  const bool inParty = world->rank() == 0 || world->rank() >= senderCount;
+  auto party = world->split(inParty ? 0 : -1, world->rank());
   at::set_num_threads(1);
-  const bool printer = comm->rank() == 0;
+  const bool printer = world->rank() == 0;
 
   // One replica: the state dict of ResNet-18 and a momentum buffer per parameter (all fp32 but
   // BatchNorm's counters, which the "before" path's shapes treat as the same bytes).
@@ -106,38 +117,45 @@ int main(int argc, char** argv) {
   }
   const Named none;
   at::Tensor linkFrom = at::ones({bytes}, at::kByte);  // paged in on every process
+  const bool owner = world->rank() == 0;
   std::vector<std::pair<std::string, std::function<void()>>> methods = {
-      {"link", [&] { comm->broadcast(linkFrom, 0); }},
-      {"before", [&] { beforeIssue43(*comm, comm->rank() == 0 ? replica : none, shapes); }},
-      {"after", [&] { tl::est::broadcastNamedTensors(*comm, comm->rank() == 0 ? replica : none, 0, chunk); }},
+      {"link", [&] { if (party) party->broadcast(linkFrom, 0); }},
+      {"before", [&] { if (party) beforeIssue43(*party, owner ? replica : none, shapes); }},
+      {"after", [&] { if (party) tl::est::broadcastNamedTensors(*party, owner ? replica : none, 0, chunk); }},
+      {"senders", [&] {
+         const bool sends = world->rank() < senderCount;
+         tl::est::sendNamedTensorsFromSenders(*world, {sends ? replica : none}, senders, joiners, piece);
+       }},
   };
   std::vector<std::vector<double>> seconds(methods.size());
   for (int r = 0; r < rounds + 1; ++r) {  // round 0 warms up, not counted
     for (size_t k = 0; k < methods.size(); ++k) {
       const size_t m = (k + size_t(r)) % methods.size();
-      comm->barrier();
+      world->barrier();
       const auto t0 = Clock::now();
       methods[m].second();
       at::Tensor s = at::full({1}, std::chrono::duration<double>(Clock::now() - t0).count(), at::kDouble);
-      comm->allreduce(s, tl::comm::ReduceOp::Max);
+      world->allreduce(s, tl::comm::ReduceOp::Max);
       if (r > 0) seconds[m].push_back(s.item<double>());
     }
   }
   if (printer) {
-    std::printf("Replica transfer to %d joiners: ResNet-18 state + momentum, %.1f MB, %lld KiB chunks, median of %d "
-                "rounds\n\n",
-                comm->size() - 1, bytes / 1e6, (long long)(chunk >> 10), rounds);
+    std::printf("Replica transfer to %d joiners: ResNet-18 state + momentum, %.1f MB, %lld KiB chunks, %d sender(s) "
+                "in %lld KiB pieces, median of %d rounds\n\n",
+                int(joiners.size()), bytes / 1e6, (long long)(chunk >> 10), senderCount, (long long)(piece >> 10),
+                rounds);
     std::printf("%-8s %10s %12s %12s\n", "method", "ms", "MB/s (1 copy)", "x link time");
     const double link = median(seconds[0]);
     for (size_t m = 0; m < methods.size(); ++m) {
       const double s = median(seconds[m]);
       std::printf("%-8s %10.1f %12.0f %12.2f\n", methods[m].first.c_str(), s * 1e3, bytes / 1e6 / s, s / link);
     }
-    std::printf("\nafter / before: %.2fx the time. Per round (ms), link / before / after:\n",
-                median(seconds[2]) / median(seconds[1]));
+    std::printf("\nafter / before: %.2fx the time; senders / after: %.2fx. Per round (ms), link / before / after / "
+                "senders:\n",
+                median(seconds[2]) / median(seconds[1]), median(seconds[3]) / median(seconds[2]));
     for (int r = 0; r < rounds; ++r)
-      std::printf("  %d: %.1f / %.1f / %.1f\n", r + 1, seconds[0][size_t(r)] * 1e3, seconds[1][size_t(r)] * 1e3,
-                  seconds[2][size_t(r)] * 1e3);
+      std::printf("  %d: %.1f / %.1f / %.1f / %.1f\n", r + 1, seconds[0][size_t(r)] * 1e3,
+                  seconds[1][size_t(r)] * 1e3, seconds[2][size_t(r)] * 1e3, seconds[3][size_t(r)] * 1e3);
   }
   return 0;
 }

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <memory>
 
 #include "common/check.h"
 
@@ -50,37 +52,31 @@ std::vector<EstContext> gatherContexts(comm::Communicator& comm, const Placement
   return out;
 }
 
-std::vector<std::pair<std::string, at::Tensor>> broadcastNamedTensors(
-    comm::Communicator& comm, const std::vector<std::pair<std::string, at::Tensor>>& mine, int root,
-    int64_t chunkBytes) {
-  TL_CHECK_GT(chunkBytes, 0);
-  // The records without their bytes first (name, dtype, shape, byte count), in one broadcast.
-  std::vector<uint8_t> headers;
-  std::vector<at::Tensor> tensors;  // the root's, contiguous on the CPU; elsewhere, to receive into
-  if (comm.rank() == root) {
-    appendInt(headers, int64_t(mine.size()));
-    for (const auto& [name, tensor] : mine) {
-      at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
-      appendInt(headers, int64_t(name.size()));
-      headers.insert(headers.end(), name.begin(), name.end());
-      appendInt(headers, int64_t(t.scalar_type()));
-      appendInt(headers, t.dim());
-      for (int64_t s : t.sizes()) appendInt(headers, s);
-      appendInt(headers, int64_t(t.numel() * t.element_size()));
-      tensors.push_back(std::move(t));
-    }
-  }
-  at::Tensor length = at::full({1}, int64_t(headers.size()), at::kLong);
-  comm.broadcast(length, root);
-  at::Tensor head = at::empty({length.item<int64_t>()}, at::kByte);
-  if (comm.rank() == root) std::memcpy(head.data_ptr<uint8_t>(), headers.data(), headers.size());
-  comm.broadcast(head, root);
+namespace {
 
-  std::vector<std::pair<std::string, at::Tensor>> out;
-  const uint8_t* p = head.data_ptr<uint8_t>();
-  const uint8_t* end = p + head.numel();
+// The records of `part` without their bytes (count, then per tensor: name, dtype, shape, byte
+// count), appended to `out`; its tensors, contiguous on the CPU (the live ones when they are
+// contiguous CPU tensors already), appended to `tensors`.
+void encodeRecords(const NamedTensors& part, std::vector<uint8_t>& out, std::vector<at::Tensor>& tensors) {
+  appendInt(out, int64_t(part.size()));
+  for (const auto& [name, tensor] : part) {
+    at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
+    appendInt(out, int64_t(name.size()));
+    out.insert(out.end(), name.begin(), name.end());
+    appendInt(out, int64_t(t.scalar_type()));
+    appendInt(out, t.dim());
+    for (int64_t s : t.sizes()) appendInt(out, s);
+    appendInt(out, int64_t(t.nbytes()));
+    tensors.push_back(std::move(t));
+  }
+}
+
+// Reads one part's records at `p` (advanced past them): the part over tensors[next...], which
+// `allocate` first appends (new tensors to receive into) and which a sender already holds.
+NamedTensors decodeRecords(const uint8_t*& p, const uint8_t* end, std::vector<at::Tensor>& tensors, size_t& next,
+                           bool allocate) {
+  NamedTensors out;
   const int64_t count = readInt(p, end, "named tensor");
-  int64_t total = 0;
   for (int64_t i = 0; i < count; ++i) {
     const int64_t nameLen = readInt(p, end, "named tensor");
     TL_CHECK(nameLen >= 0 && end - p >= nameLen, "named tensor record truncated");
@@ -90,12 +86,40 @@ std::vector<std::pair<std::string, at::Tensor>> broadcastNamedTensors(
     std::vector<int64_t> sizes(size_t(readInt(p, end, "named tensor")));
     for (auto& s : sizes) s = readInt(p, end, "named tensor");
     const int64_t n = readInt(p, end, "named tensor");
-    if (comm.rank() != root) tensors.push_back(at::empty(sizes, at::TensorOptions().dtype(dtype)));
-    const at::Tensor& t = tensors.at(size_t(i));
-    TL_CHECK(n == int64_t(t.numel() * t.element_size()), "named tensor '", name, "' truncated");
-    total += n;
+    if (allocate) tensors.push_back(at::empty(sizes, at::TensorOptions().dtype(dtype)));
+    const at::Tensor& t = tensors.at(next++);
+    TL_CHECK(n == int64_t(t.nbytes()), "named tensor '", name, "' truncated");
     out.emplace_back(std::move(name), t);
   }
+  return out;
+}
+
+int64_t totalBytes(const std::vector<at::Tensor>& tensors) {
+  int64_t total = 0;
+  for (const at::Tensor& t : tensors) total += int64_t(t.nbytes());
+  return total;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, at::Tensor>> broadcastNamedTensors(
+    comm::Communicator& comm, const std::vector<std::pair<std::string, at::Tensor>>& mine, int root,
+    int64_t chunkBytes) {
+  TL_CHECK_GT(chunkBytes, 0);
+  // The records without their bytes first (name, dtype, shape, byte count), in one broadcast.
+  std::vector<uint8_t> headers;
+  std::vector<at::Tensor> tensors;  // the root's, contiguous on the CPU; elsewhere, to receive into
+  if (comm.rank() == root) encodeRecords(mine, headers, tensors);
+  at::Tensor length = at::full({1}, int64_t(headers.size()), at::kLong);
+  comm.broadcast(length, root);
+  at::Tensor head = at::empty({length.item<int64_t>()}, at::kByte);
+  if (comm.rank() == root) std::memcpy(head.data_ptr<uint8_t>(), headers.data(), headers.size());
+  comm.broadcast(head, root);
+  const uint8_t* p = head.data_ptr<uint8_t>();
+  size_t next = 0;
+  std::vector<std::pair<std::string, at::Tensor>> out =
+      decodeRecords(p, p + head.numel(), tensors, next, comm.rank() != root);
+  const int64_t total = totalBytes(tensors);
 
   // Then their bytes as one stream, `chunkBytes` at a time through one buffer that is reused:
   // no buffer of the whole replica to page in, and no copy of it on the root beforehand.
@@ -135,6 +159,91 @@ std::vector<std::pair<std::string, at::Tensor>> broadcastNamedTensors(
     if (comm.rank() != root) stream(n, false);
     sent += n;
   }
+  return out;
+}
+
+namespace {
+
+// Point-to-point tags of sendNamedTensorsFromSenders.
+constexpr int kLengthTag = 0, kRecordsTag = 1, kBytesTag = 2;
+
+// Pieces of the byte stream over `tensors` (in order): sender s of `senders` owns the s-th of
+// as many even shares, cut at tensor ends and every `chunkBytes`. `visit(s, view)` gets each
+// piece as a byte view of its tensor, in stream order.
+void forEachPiece(const std::vector<at::Tensor>& tensors, int senders, int64_t chunkBytes,
+                  const std::function<void(int, at::Tensor)>& visit) {
+  const int64_t total = totalBytes(tensors);
+  int64_t start = 0;  // of the current tensor within the stream
+  for (const at::Tensor& t : tensors) {
+    const int64_t bytes = int64_t(t.nbytes());
+    if (bytes == 0) continue;
+    const at::Tensor flat = t.view({-1}).view(at::kByte);
+    for (int64_t done = 0; done < bytes;) {
+      const int64_t position = start + done;
+      // The share holding `position`, and where that share ends.
+      int s = int(position * senders / total);
+      while (total * (s + 1) / senders <= position) ++s;
+      const int64_t shareEnd = total * (s + 1) / senders;
+      const int64_t n = std::min({chunkBytes, bytes - done, shareEnd - position});
+      visit(s, flat.narrow(0, done, n));
+      done += n;
+    }
+    start += bytes;
+  }
+}
+
+}  // namespace
+
+std::vector<NamedTensors> sendNamedTensorsFromSenders(comm::Communicator& comm, const std::vector<NamedTensors>& parts,
+                                                      const std::vector<int>& senders,
+                                                      const std::vector<int>& receivers, int64_t chunkBytes) {
+  TL_CHECK(comm.pointToPoint(), "sendNamedTensorsFromSenders: the ", comm.backend(),
+           " communicator has no point-to-point");
+  TL_CHECK_GT(chunkBytes, 0);
+  TL_CHECK(!senders.empty(), "sendNamedTensorsFromSenders: no sender");
+  const int me = comm.rank();
+  const int sender = int(std::find(senders.begin(), senders.end(), me) - senders.begin());
+  const bool sending = sender < int(senders.size());
+  const bool receiving = std::find(receivers.begin(), receivers.end(), me) != receivers.end();
+  TL_CHECK(sending != receiving, "sendNamedTensorsFromSenders: rank ", me, " must either send or receive");
+
+  // The records (every part's) from the first sender to every receiver: their length, then them.
+  std::vector<uint8_t> headers;
+  std::vector<at::Tensor> tensors;  // a sender's, contiguous on the CPU; a receiver's, to receive into
+  if (sending) {
+    appendInt(headers, int64_t(parts.size()));
+    for (const NamedTensors& part : parts) encodeRecords(part, headers, tensors);
+  }
+  std::vector<std::unique_ptr<comm::PendingCollective>> pending;
+  at::Tensor length = at::full({1}, int64_t(headers.size()), at::kLong);
+  at::Tensor head;
+  if (sending) head = at::from_blob(headers.data(), {int64_t(headers.size())}, at::kByte);
+  if (sender == 0) {
+    for (int r : receivers) {
+      pending.push_back(comm.startSend(length, r, kLengthTag));
+      pending.push_back(comm.startSend(head, r, kRecordsTag));
+    }
+  } else if (receiving) {
+    comm.startReceive(length, senders[0], kLengthTag)->wait();
+    head = at::empty({length.item<int64_t>()}, at::kByte);
+    comm.startReceive(head, senders[0], kRecordsTag)->wait();
+  }
+  const uint8_t* p = head.data_ptr<uint8_t>();
+  const uint8_t* end = p + head.numel();
+  std::vector<NamedTensors> out(size_t(readInt(p, end, "named tensors")));
+  size_t next = 0;
+  for (NamedTensors& part : out) part = decodeRecords(p, end, tensors, next, receiving);
+
+  // The bytes: every piece straight from its sender's tensor into every receiver's, all started
+  // at once, so that a receiver takes from every sender at the same time.
+  forEachPiece(tensors, int(senders.size()), chunkBytes, [&](int s, at::Tensor piece) {
+    if (s == sender) {
+      for (int r : receivers) pending.push_back(comm.startSend(piece, r, kBytesTag));
+    } else if (receiving) {
+      pending.push_back(comm.startReceive(piece, senders[size_t(s)], kBytesTag));
+    }
+  });
+  for (auto& handle : pending) handle->wait();
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Moving EST contexts between the members of a job: each member packs its local ESTs' contexts
 // (est_context.h) into fixed-size records and one allgather gives every member all of them.
-// Also the broadcast of named tensors a member that joins needs (model, optimizer, reducer).
+// Also the named tensors a member that joins needs (model, optimizer, reducer): broadcast from
+// one member, or sent from every member that holds them.
 #pragma once
 
 #include <string>
@@ -31,5 +32,22 @@ std::vector<EstContext> gatherContexts(comm::Communicator& comm, const Placement
 std::vector<std::pair<std::string, at::Tensor>> broadcastNamedTensors(
     comm::Communicator& comm, const std::vector<std::pair<std::string, at::Tensor>>& mine, int root,
     int64_t chunkBytes = int64_t(2) << 20);
+
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+// Issue 43: the replica from every member that holds it. Point-to-point over `comm`
+// (comm.pointToPoint()), between `senders` and `receivers` (ranks of `comm`) only: members in
+// neither do not call it. Every sender holds the same `parts` (names, dtypes, shapes and bytes
+// alike: a data-parallel replica, e.g. model, optimizer, reducer); what receivers pass is
+// ignored. Every receiver gets them: the records (names, dtypes, shapes) from senders[0], the
+// bytes as one stream cut into senders.size() even shares, sender i sending the i-th share to
+// every receiver in pieces of at most `chunkBytes` (and never across a tensor's end). Every
+// piece is started at once and goes straight from the sender's tensor into the receiver's new
+// one: nothing is packed or unpacked, and a receiver takes from all senders at the same time.
+// Senders get their own tensors back (not copies, when they are contiguous CPU tensors).
+std::vector<NamedTensors> sendNamedTensorsFromSenders(comm::Communicator& comm, const std::vector<NamedTensors>& parts,
+                                                      const std::vector<int>& senders,
+                                                      const std::vector<int>& receivers,
+                                                      int64_t chunkBytes = int64_t(4) << 20);
 
 }  // namespace tl::est

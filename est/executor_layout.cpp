@@ -2,6 +2,9 @@
 #include <ATen/ATen.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
 
 #include "common/check.h"
 #include "est/context_exchange.h"
@@ -9,6 +12,16 @@
 #include "est/local_round.h"
 
 namespace tl::est {
+
+namespace {
+
+// TL_REPLICA_SENDERS=1: the replica reaches joining members from one sender, as before issue 43.
+bool oneSenderWanted() {
+  const char* v = std::getenv("TL_REPLICA_SENDERS");
+  return v != nullptr && std::string(v) == "1";
+}
+
+}  // namespace
 
 void EstExecutor::changeLayout(Placement placement, comm::Communicator* host, comm::Communicator* device) {
   TL_CHECK(inJob(), "changeLayout: this process already left the job");
@@ -28,26 +41,46 @@ void EstExecutor::changeLayout(Placement placement, comm::Communicator* host, co
       lastLayoutBytes_ += int64_t(packContext(c).size());
   }
 
-  // A member that held no EST and now holds some receives the replica from EST 0's owner.
+  // A member that held no EST and now holds some receives the replica: from every member that
+  // holds it, point-to-point (issue 43), or from EST 0's owner in broadcasts, as before: where
+  // the backend has no point-to-point (NCCL), or TL_REPLICA_SENDERS=1 on any member (to
+  // measure against). Every member learns who joins and who sends.
   const bool joining = placement_.count(old.rank()) == 0 && host && placement.count(host->rank()) > 0;
-  at::Tensor joiners = at::full({1}, int(joining), at::kInt);
-  old.allreduce(joiners, comm::ReduceOp::Sum);
-  if (joiners.item<int>() > 0) {
-    // Only the owner of EST 0 and the members that join take part in moving the replica.
+  const at::Tensor flags = old.allgather(at::tensor({int(joining), int(oneSenderWanted())}, at::kInt));
+  std::vector<int> joiners, senders;
+  bool oneSender = !old.pointToPoint();
+  for (int r = 0; r < old.size(); ++r) {
+    if (flags[r][0].item<int>() != 0) joiners.push_back(r);
+    if (placement_.count(r) > 0) senders.push_back(r);
+    oneSender = oneSender || flags[r][1].item<int>() != 0;
+  }
+  if (!joiners.empty()) {
+    const bool sender = placement_.count(old.rank()) > 0;
+    // One sender: only the owner of EST 0 and the members that join take part.
     const int root = placement_.owner(0);
-    auto party = old.split(old.rank() == root || joining ? 0 : -1, old.rank() == root ? 0 : 1 + old.rank());
+    std::unique_ptr<comm::Communicator> party;
+    if (oneSender) party = old.split(old.rank() == root || joining ? 0 : -1, old.rank() == root ? 0 : 1 + old.rank());
     at::Tensor replicaBytes = at::zeros({1}, at::kLong);
-    if (party) {
+    if (oneSender ? party != nullptr : sender || joining) {
       const auto began = std::chrono::steady_clock::now();
       JobState mine;
-      if (old.rank() == root) mine = captureReplica(/*copies=*/false);  // only read, by the broadcast
+      if (oneSender ? old.rank() == root : sender) mine = captureReplica(/*copies=*/false);  // only read
       JobState got;
-      got.model = broadcastNamedTensors(*party, mine.model, 0);
-      got.optimizer = broadcastNamedTensors(*party, mine.optimizer, 0);
-      got.reducer = broadcastNamedTensors(*party, mine.reducer, 0);
-      at::Tensor steps = at::full({1}, stepsDone_, at::kLong);
-      party->broadcast(steps, 0);
-      got.stepsDone = steps.item<int64_t>();
+      if (oneSender) {
+        got.model = broadcastNamedTensors(*party, mine.model, 0);
+        got.optimizer = broadcastNamedTensors(*party, mine.optimizer, 0);
+        got.reducer = broadcastNamedTensors(*party, mine.reducer, 0);
+        at::Tensor steps = at::full({1}, stepsDone_, at::kLong);
+        party->broadcast(steps, 0);
+        got.stepsDone = steps.item<int64_t>();
+      } else {
+        const NamedTensors steps = {{"stepsDone", at::full({1}, stepsDone_, at::kLong)}};
+        auto parts = sendNamedTensorsFromSenders(old, {mine.model, mine.optimizer, mine.reducer, steps}, senders, joiners);
+        got.model = std::move(parts.at(0));
+        got.optimizer = std::move(parts.at(1));
+        got.reducer = std::move(parts.at(2));
+        got.stepsDone = parts.at(3).at(0).second.item<int64_t>();
+      }
       if (joining) loadReplicaState(got);
       for (const auto* part : {&got.model, &got.optimizer, &got.reducer}) {
         for (const auto& [name, tensor] : *part) replicaBytes += int64_t(tensor.nbytes());
@@ -56,7 +89,7 @@ void EstExecutor::changeLayout(Placement placement, comm::Communicator* host, co
     }
     old.allreduce(replicaBytes, comm::ReduceOp::Max);
     lastReplicaBytes_ = replicaBytes.item<int64_t>();
-    lastLayoutBytes_ += lastReplicaBytes_ * joiners.item<int>();
+    lastLayoutBytes_ += lastReplicaBytes_ * int64_t(joiners.size());
   }
 
   placement_ = std::move(placement);

@@ -76,6 +76,14 @@ void Communicator::allgatherSegments(at::Tensor& tensor, const CollectiveOptions
   startAllgatherSegments(tensor, options)->wait();
 }
 
+std::unique_ptr<PendingCollective> Communicator::startSend(const at::Tensor&, int, int, const CollectiveOptions&) {
+  throw Error(str("the ", backend(), " communicator has no point-to-point send"));
+}
+
+std::unique_ptr<PendingCollective> Communicator::startReceive(at::Tensor&, int, int, const CollectiveOptions&) {
+  throw Error(str("the ", backend(), " communicator has no point-to-point receive"));
+}
+
 void Communicator::setTimeout(std::chrono::milliseconds timeout) {
   TL_CHECK(timeout.count() > 0, "a collective timeout must be positive (got ", timeout.count(), " ms)");
   timeout_ = timeout;

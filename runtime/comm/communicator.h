@@ -102,6 +102,22 @@ class Communicator {
   virtual std::unique_ptr<Communicator> split(int color, int key,
                                               const CollectiveOptions& options = {}) = 0;
 
+  // Point-to-point, outside the collectives' common order (issue 43: the replica sent to joining
+  // members from several senders at once). startSend sends the bytes of a contiguous CPU tensor
+  // to member `peer`, which takes them with startReceive(from this member, the same tag) into a
+  // contiguous CPU tensor of as many bytes (any dtype: bytes travel). Messages from one member
+  // to another under one tag arrive in the order they were started. Both start now and complete
+  // through the handle; until then the tensor must stay untouched. A handle's deadline (the
+  // options', else timeout()) counts from its start; a timeout or an error fails the
+  // communicator, as a collective's does. Tags: 0 <= tag < kPointToPointTags. Backends without
+  // it (pointToPoint() false: NCCL) throw tl::Error; callers then take a collective path.
+  static constexpr int kPointToPointTags = 1024;
+  virtual bool pointToPoint() const { return false; }
+  virtual std::unique_ptr<PendingCollective> startSend(const at::Tensor& tensor, int peer, int tag,
+                                                       const CollectiveOptions& options = {});
+  virtual std::unique_ptr<PendingCollective> startReceive(at::Tensor& tensor, int peer, int tag,
+                                                          const CollectiveOptions& options = {});
+
   // The deadline of every collective whose options give none (kDefaultCollectiveTimeout unless
   // set). Communicators split from this one, or set up over it, start with it. Local: members
   // may differ, but a job sets the same on all of them.

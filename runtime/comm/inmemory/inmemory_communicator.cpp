@@ -194,6 +194,22 @@ class InMemoryCommunicator final : public Communicator {
     return child;
   }
 
+  // Sends are buffered (a copy now, complete at once); a receive completes when it has taken
+  // its message.
+  bool pointToPoint() const override { return true; }
+  std::unique_ptr<PendingCollective> startSend(const at::Tensor& tensor, int peer, int tag,
+                                               const CollectiveOptions&) override {
+    checkPointToPoint("send", tensor, peer, tag);
+    world_->post(*group_, rank_, peer, tag, tensor);
+    return std::make_unique<Completed>();
+  }
+  std::unique_ptr<PendingCollective> startReceive(at::Tensor& tensor, int peer, int tag,
+                                                  const CollectiveOptions& options) override {
+    checkPointToPoint("receive", tensor, peer, tag);
+    const std::uint64_t number = received_[{peer, rank_, tag}]++;
+    return std::make_unique<Receive>(*this, tensor, peer, tag, number, timeoutFor(options));
+  }
+
  private:
   // Members with the same color >= 0 form a group, ordered by (key, old rank).
   static void splitGroup(const std::vector<int>& worldRanks, Round& round) {
@@ -231,10 +247,52 @@ class InMemoryCommunicator final : public Communicator {
                         CollectiveOptions{timeoutFor(options)});
   }
 
+  void checkPointToPoint(const char* operation, const at::Tensor& tensor, int peer, int tag) const {
+    enter(operation);
+    checkInMemoryTensor(tensor, operation, /*mustBeContiguous=*/true);
+    TL_CHECK(peer >= 0 && peer < size() && peer != rank_, "inmemory ", operation, " with rank ", peer,
+             " from rank ", rank_, " of ", size());
+    TL_CHECK(tag >= 0 && tag < kPointToPointTags, "inmemory ", operation, " with tag ", tag);
+  }
+
+  class Receive final : public PendingCollective {
+   public:
+    Receive(InMemoryCommunicator& comm, at::Tensor tensor, int peer, int tag, std::uint64_t number,
+            std::chrono::milliseconds timeout)
+        : comm_(comm), tensor_(std::move(tensor)), peer_(peer), tag_(tag), number_(number), timeout_(timeout),
+          deadline_(detail::deadlineAfter(timeout)),
+          what_(str("receive from rank ", peer, " (tag ", tag, ", ", describeTensor(tensor_), ")")) {}
+    ~Receive() override {
+      if (!done_) comm_.world_->abandon(*comm_.group_, what_);
+    }
+    bool test() override { return done_ || (done_ = take(false)); }
+    void wait() override {
+      if (done_) return;
+      done_ = true;  // whatever happens next, this handle no longer waits
+      take(true);
+    }
+
+   private:
+    bool take(bool wait) {
+      comm_.enter("receive");
+      return comm_.world_->take(*comm_.group_, peer_, comm_.rank_, tag_, number_, tensor_, wait, deadline_, timeout_,
+                                what_);
+    }
+    InMemoryCommunicator& comm_;
+    at::Tensor tensor_;
+    int peer_, tag_;
+    std::uint64_t number_;
+    std::chrono::milliseconds timeout_;
+    detail::Clock::time_point deadline_;
+    std::string what_;
+    bool done_ = false;
+  };
+
   std::shared_ptr<WorldState> world_;
   std::shared_ptr<Group> group_;
   int rank_;
   std::uint64_t nextSequence_ = 0;
+  std::map<Group::Route, std::uint64_t> received_;  // receives started, by route
 };
 
 class InMemoryWorldImpl final : public InMemoryWorld {

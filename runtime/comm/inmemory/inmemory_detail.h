@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -43,6 +44,11 @@ struct Group {
   std::vector<int> worldRanks;  // by group rank
   std::map<std::uint64_t, std::shared_ptr<Round>> pending;  // rounds not every member reached
   std::exception_ptr failure;   // sticky: set once, thrown by every later call of every member
+  // Point-to-point, by (from, to, tag) in group ranks: the messages not taken yet, by their
+  // number in the order sent, and how many were sent.
+  using Route = std::tuple<int, int, int>;
+  std::map<Route, std::map<std::uint64_t, at::Tensor>> mailbox;
+  std::map<Route, std::uint64_t> sent;
   int size() const { return static_cast<int>(worldRanks.size()); }
 };
 
@@ -80,6 +86,19 @@ class WorldState {
   std::shared_ptr<Round> meet(Group& group, int groupRank, std::uint64_t& sequence,
                               const Meeting& meeting, const CollectiveOptions& options);
 
+  // Point-to-point (group ranks): `from` leaves a copy of `tensor`'s bytes for `to` under `tag`.
+  void post(Group& group, int from, int to, int tag, const at::Tensor& tensor);
+  // Takes message number `number` (in the order sent, from 0) from `from` to `to` under `tag`
+  // into `into` (as many bytes, or the group fails) and returns true; false when it was not
+  // sent yet and not `wait`. With `wait` it waits (without the baton) until it is, or fails the
+  // group at `deadline` (tl::TimeoutError; `what` names the receive, `timeout` the deadline's
+  // length). Receives number their messages in the order they were started, as MPI matches them.
+  bool take(Group& group, int from, int to, int tag, std::uint64_t number, const at::Tensor& into, bool wait,
+            Clock::time_point deadline, std::chrono::milliseconds timeout, const std::string& what);
+  // A receive given up before it completed: the group fails, as an abandoned MPI operation
+  // fails its communicator.
+  void abandon(Group& group, const std::string& what);
+
  private:
   enum class Place { NotJoined, Runnable, Waiting, Left };
 
@@ -101,6 +120,7 @@ class WorldState {
   std::exception_ptr worldFailure_;
   std::vector<Place> places_;
   std::vector<const Group*> waitingOn_;
+  std::vector<bool> waitingForMessage_;  // by world rank: its wait is a take's, not a meeting's
   std::vector<std::thread::id> threads_;
   static constexpr int kNobody = -1;
   int batonHolder_ = 0;

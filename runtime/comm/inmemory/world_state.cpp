@@ -4,6 +4,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 
+#include <cstring>
+
 #include "common/check.h"
 
 namespace tl::comm::detail {
@@ -35,6 +37,7 @@ WorldState::WorldState(int size, const InMemoryOptions& options)
       worldGroup_(std::make_shared<Group>()),
       places_(size, Place::NotJoined),
       waitingOn_(size, nullptr),
+      waitingForMessage_(size, false),
       threads_(size) {
   for (int r = 0; r < size; ++r) worldGroup_->worldRanks.push_back(r);
   if (options_.serialized && options_.perRankCpuGenerator) {
@@ -152,6 +155,63 @@ std::shared_ptr<Round> WorldState::meet(Group& group, int groupRank, std::uint64
   takeBaton(lock, me);
   throwIfFailed(group);
   return round;
+}
+
+void WorldState::post(Group& group, int from, int to, int tag, const at::Tensor& tensor) {
+  at::Tensor copy = at::empty({std::int64_t(tensor.nbytes())}, at::kByte);
+  if (tensor.nbytes() > 0) std::memcpy(copy.data_ptr(), tensor.data_ptr(), tensor.nbytes());
+  std::lock_guard<std::mutex> lock(mutex_);
+  throwIfFailed(group);
+  const Group::Route route{from, to, tag};
+  group.mailbox[route][group.sent[route]++] = std::move(copy);
+  // Only a receiver waiting for a message: a member waiting in a meeting stays asleep.
+  const int receiver = group.worldRanks.at(to);
+  if (places_[receiver] == Place::Waiting && waitingOn_[receiver] == &group && waitingForMessage_[receiver])
+    places_[receiver] = Place::Runnable;
+  changed_.notify_all();
+}
+
+bool WorldState::take(Group& group, int from, int to, int tag, std::uint64_t number, const at::Tensor& into,
+                      bool wait, Clock::time_point deadline, std::chrono::milliseconds timeout,
+                      const std::string& what) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  throwIfFailed(group);
+  std::map<std::uint64_t, at::Tensor>& messages = group.mailbox[{from, to, tag}];
+  if (messages.count(number) == 0) {
+    if (!wait) return false;
+    const int me = group.worldRanks.at(to);
+    places_[me] = Place::Waiting;
+    waitingOn_[me] = &group;
+    waitingForMessage_[me] = true;
+    if (options_.serialized) releaseBaton(me);
+    const auto over = [&] { return messages.count(number) > 0 || group.failure || worldFailure_; };
+    const bool inTime = deadline == Clock::time_point::max() ? (changed_.wait(lock, over), true)
+                                                             : changed_.wait_until(lock, deadline, over);
+    if (!inTime) {
+      failGroup(group, std::make_exception_ptr(TimeoutError(
+                           timeoutMessage("inmemory", what, to, group.size(), timeout) + "; no message came")));
+    }
+    if (places_[me] == Place::Waiting) places_[me] = Place::Runnable;
+    waitingOn_[me] = nullptr;
+    waitingForMessage_[me] = false;
+    takeBaton(lock, me);
+    throwIfFailed(group);
+  }
+  const auto it = messages.find(number);
+  const at::Tensor message = std::move(it->second);
+  messages.erase(it);
+  if (message.nbytes() != into.nbytes()) {
+    failGroup(group, std::make_exception_ptr(Error(str("inmemory ", what, ": rank ", from, " sent ", message.nbytes(),
+                                                       " bytes; this communicator is unusable from now on"))));
+    throwIfFailed(group);
+  }
+  if (message.nbytes() > 0) std::memcpy(into.data_ptr(), message.data_ptr(), message.nbytes());
+  return true;
+}
+
+void WorldState::abandon(Group& group, const std::string& what) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  failGroup(group, std::make_exception_ptr(Error(str("inmemory ", what, " was abandoned before it completed"))));
 }
 
 void WorldState::throwIfFailed(const Group& group) const {

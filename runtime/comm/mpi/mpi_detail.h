@@ -35,6 +35,10 @@ bool waitUntilRead(int fd, std::chrono::milliseconds limit);
 MPI_Datatype reductionDatatype(at::ScalarType type);
 MPI_Op reductionOperation(ReduceOp op);
 
+// Tags below this are the rings' (mpi_ring_allreduce.h); Communicator::kPointToPointTags from it
+// on are point-to-point's (mpi_point_to_point.cpp).
+int ringTagLimit(MPI_Comm comm);
+
 // The MPI communicator behind an MPI backend's Communicator (tl::Error for other backends).
 MPI_Comm mpiHandle(Communicator& comm);
 // The options an MPI backend's Communicator was made with (tl::Error for other backends).

@@ -61,15 +61,15 @@ void addInPlace(at::Tensor into, const at::Tensor& from) {
   }
 }
 
-// The largest tag MPI lets point-to-point messages use on `comm` (at least 32767 by the standard).
-int largestTag(MPI_Comm comm) {
+}  // namespace
+
+int ringTagLimit(MPI_Comm comm) {
   int* value = nullptr;
   int found = 0;
   TL_MPI_CHECK(MPI_Comm_get_attr(comm, MPI_TAG_UB, &value, &found));
-  return found && value ? *value : 32767;
+  // MPI_TAG_UB: the largest tag, at least 32767 by the standard.
+  return (found && value ? *value : 32767) + 1 - Communicator::kPointToPointTags;
 }
-
-}  // namespace
 
 RingEncoding ringEncodingFromEnvironment(RingEncoding configured) {
   const char* value = std::getenv("TL_RING_ENCODING");
@@ -119,7 +119,7 @@ RingAllreduce::RingAllreduce(MPI_Comm comm, at::Tensor buffer, std::int64_t chun
   firstStep_ = phases == RingPhases::Allgather ? size_ - 1 : 0;
   segmentShift_ = phases == RingPhases::ReduceScatterThenAllgather ? 0 : -1;
   TL_CHECK(tagSlots >= 1 && tagSlot >= 0 && tagSlot < tagSlots, "ring allreduce tag slot");
-  const int tagSpan = largestTag(comm_) / tagSlots;
+  const int tagSpan = ringTagLimit(comm_) / tagSlots;
   TL_CHECK_GE(tagSpan, steps_, "MPI tags per ring allreduce (MPI_TAG_UB / concurrent rings)");
   tagBase_ = tagSlot * tagSpan;
   const std::int64_t longestSegment = segmentStart(1) - segmentStart(0);

@@ -9,7 +9,7 @@
 namespace tl::comm {
 
 std::unique_ptr<Communicator> createSurvivorsCommunicator(Communicator& comm, const std::vector<int>& lostRanks) {
-  checkOnMpiThread("createSurvivorsCommunicator");
+  detail::checkOnMpiThread("createSurvivorsCommunicator");
   TL_CHECK(comm.backend() == "mpi", "survivors' communicator: expected an MPI communicator, got ", comm.backend());
   for (int r : lostRanks) TL_CHECK(r >= 0 && r < comm.size(), "survivors' communicator: no rank ", r);
   TL_CHECK(std::find(lostRanks.begin(), lostRanks.end(), comm.rank()) == lostRanks.end(),
