@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -38,6 +39,33 @@ std::string tmpDir(const std::string& name) {
   const std::string dir = std::string(base ? base : "/tmp") + "/sched_tool_" + name;
   std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str());
   return dir;
+}
+
+// A CSV with a header row: each row's fields by column name.
+struct CsvRow {
+  std::shared_ptr<const std::map<std::string, size_t>> column;
+  std::vector<std::string> field;
+  std::string line;
+  const std::string& operator[](const std::string& name) const { return field[column->at(name)]; }
+};
+std::vector<CsvRow> readCsv(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);
+  auto column = std::make_shared<std::map<std::string, size_t>>();
+  {
+    std::istringstream header(line);
+    size_t i = 0;
+    for (std::string name; std::getline(header, name, ',');) (*column)[name] = i++;
+  }
+  std::vector<CsvRow> rows;
+  while (std::getline(in, line)) {
+    CsvRow r{column, {}, line};
+    std::istringstream row(line);
+    for (std::string v; std::getline(row, v, ',');) r.field.push_back(v);
+    rows.push_back(std::move(r));
+  }
+  return rows;
 }
 
 TEST(SchedTool, PresetRunWritesCsvsAndPlotsWithEveryPolicy) {
@@ -76,25 +104,13 @@ struct TraceLoad {
 };
 TraceLoad loadOf(const std::string& csv, const std::map<std::string, int>& kinds, double window) {
   const auto profiles = tl::sched::ProfileSet::builtin();
-  std::istringstream in(csv);
-  std::string line;
-  std::getline(in, line);
-  std::map<std::string, size_t> column;
-  {
-    std::istringstream header(line);
-    size_t i = 0;
-    for (std::string name; std::getline(header, name, ',');) column[name] = i++;
-  }
   TraceLoad t;
   double gpuSeconds = 0;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::istringstream row(line);
-    for (std::string v; std::getline(row, v, ',');) f.push_back(v);
-    const int gpus = std::stoi(f[column.at("request_gpus")]);
-    const double work = std::stod(f[column.at("work_samples")]);
-    const double arrival = std::stod(f[column.at("arrival_s")]);
-    const double duration = work / profiles.rate(f[column.at("model")], "fast", gpus);
+  for (const auto& f : readCsv(csv)) {
+    const int gpus = std::stoi(f["request_gpus"]);
+    const double work = std::stod(f["work_samples"]);
+    const double arrival = std::stod(f["arrival_s"]);
+    const double duration = work / profiles.rate(f["model"], "fast", gpus);
     gpuSeconds += gpus * std::min(duration, std::max(0.0, window - arrival));
     ++t.jobs;
     t.lastArrival = std::max(t.lastArrival, arrival);
@@ -107,21 +123,8 @@ TraceLoad loadOf(const std::string& csv, const std::map<std::string, int>& kinds
 }
 
 double queueingShareOf(const std::string& summaryCsv, const std::string& policy) {
-  std::istringstream in(summaryCsv);
-  std::string line;
-  std::getline(in, line);
-  std::map<std::string, size_t> column;
-  {
-    std::istringstream header(line);
-    size_t i = 0;
-    for (std::string name; std::getline(header, name, ',');) column[name] = i++;
-  }
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::istringstream row(line);
-    for (std::string v; std::getline(row, v, ',');) f.push_back(v);
-    if (f[column.at("policy")] == policy) return std::stod(f[column.at("queueing_share")]);
-  }
+  for (const auto& f : readCsv(summaryCsv))
+    if (f["policy"] == policy) return std::stod(f["queueing_share"]);
   return -1;
 }
 
@@ -177,23 +180,11 @@ TEST(SchedTool, GrowSetsMaxGpusAsAMultipleOfTheRequest) {
     const auto r = runSim("--preset easyscale --seed 2 --load 1 --grow " + std::to_string(grow) +
                           " --policies yarn-cs --out " + out);
     ASSERT_EQ(r.status, 0) << r.output;
-    std::istringstream in(tl::readFile(out + "/trace.csv"));
-    std::string line;
-    std::getline(in, line);
-    std::map<std::string, size_t> column;
-    {
-      std::istringstream header(line);
-      size_t i = 0;
-      for (std::string name; std::getline(header, name, ',');) column[name] = i++;
-    }
     int rows = 0, grown = 0;
-    while (std::getline(in, line)) {
-      std::vector<std::string> f;
-      std::istringstream row(line);
-      for (std::string v; std::getline(row, v, ',');) f.push_back(v);
-      const int request = std::stoi(f[column.at("request_gpus")]);
-      const int max = std::stoi(f[column.at("max_gpus")]);
-      EXPECT_EQ(max, std::min(16, request * grow)) << line;
+    for (const auto& f : readCsv(tl::readFile(out + "/trace.csv"))) {
+      const int request = std::stoi(f["request_gpus"]);
+      const int max = std::stoi(f["max_gpus"]);
+      EXPECT_EQ(max, std::min(16, request * grow)) << f.line;
       ++rows;
       grown += max > request;
     }
