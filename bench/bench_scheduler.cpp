@@ -42,10 +42,14 @@ int runBench(int argc, char** argv) {
                 "instead: hetero-goodput against every baseline at offered loads 0.5..2.0 "
                 "(load_sweep*.csv, load_sweep_*.png)");
   int seeds = sweepOptions.seeds, largeSeeds = sweepOptions.largeSeeds;
+  int firstSeed = sweepOptions.firstSeed;
   tl::cli::addInt(*app, "--seeds", &seeds, "with --sweep: seeds per point (pollux, easyscale)", 1,
                   100);
   tl::cli::addInt(*app, "--large-seeds", &largeSeeds, "with --sweep: seeds per point on large", 1,
                   100);
+  tl::cli::addInt(*app, "--first-seed", &firstSeed,
+                  "with --sweep: seeds count from this one (adds seeds to an earlier sweep)", 1,
+                  1000000);
   app->add_option("--loads", loads, "with --sweep: offered loads, comma-separated (default "
                                     "0.5,0.8,1.0,1.3,1.6,2.0)");
   app->add_option("--large-loads", largeLoads,
@@ -76,6 +80,7 @@ int runBench(int argc, char** argv) {
     sweepOptions.inplace = inplace;
     sweepOptions.seeds = int(seeds);
     sweepOptions.largeSeeds = int(largeSeeds);
+    sweepOptions.firstSeed = int(firstSeed);
     if (!loads.empty()) sweepOptions.loads = sweepOptions.largeLoads = numbers("--loads", loads);
     if (!largeLoads.empty()) sweepOptions.largeLoads = numbers("--large-loads", largeLoads);
     if (!presets.empty()) {

@@ -80,7 +80,8 @@ void runLoadSweep(const SweepOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int grow : {1, 4})
       for (double load : large ? o.largeLoads : o.loads)
-        for (int seed = 1; seed <= (large ? o.largeSeeds : o.seeds); ++seed) {
+        for (int seed = o.firstSeed; seed < o.firstSeed + (large ? o.largeSeeds : o.seeds);
+             ++seed) {
           Preset p = preset(name);
           p.generator.growFactor = grow;
           p.generator.arrivalLoad = load;
@@ -136,8 +137,9 @@ void runLoadSweep(const SweepOptions& o) {
   for (const auto& name : o.presets)
     for (int grow : {1, 4}) {
       const bool large = name == "large";
-      std::printf("\n%s, max = %s, in-place pause %.1f s (mean over %d seed(s); spread min-max)\n",
-                  name.c_str(), regime(grow).c_str(), o.inplace, large ? o.largeSeeds : o.seeds);
+      const int n = large ? o.largeSeeds : o.seeds;
+      std::printf("\n%s, max = %s, in-place pause %.1f s (mean over seeds %d..%d; spread min-max)\n",
+                  name.c_str(), regime(grow).c_str(), o.inplace, o.firstSeed, o.firstSeed + n - 1);
       std::printf("%-15s %5s %7s %10s %10s %11s %20s %7s\n", "policy", "load", "jobs", "mean JCT",
                   "p99 JCT", "makespan", "queueing share", "util-a");
       for (double load : large ? o.largeLoads : o.loads)

@@ -11,6 +11,7 @@ struct SweepOptions {
   double inplace = 0.3;  // tl's in-place rescale pause (s): the cost every policy is charged
   int seeds = 3;         // seeds 1..N per point on pollux and easyscale
   int largeSeeds = 1;    // seeds 1..N per point on large (a run there takes seconds per policy)
+  int firstSeed = 1;     // seeds count from here (a later run adds seeds to an earlier one)
   std::vector<double> loads{0.5, 0.8, 1.0, 1.3, 1.6, 2.0};
   std::vector<double> largeLoads{0.5, 0.8, 1.0, 1.3, 1.6, 2.0};
   std::vector<std::string> presets{"pollux", "easyscale", "large"};
