@@ -22,4 +22,8 @@ struct SweepOptions {
 // OUT/load_sweep_verdict.png and OUT/load_sweep_queueing.png.
 void runLoadSweep(const SweepOptions& options);
 
+// The two plots from FROM/load_sweep.csv and FROM/load_sweep_verdict.csv (a sweep's, or a merge
+// of several sweeps' rows), into OUT/load_sweep_{verdict,queueing}.png.
+void plotLoadSweep(const std::string& from, const std::string& out);
+
 }  // namespace tl::bench
