@@ -78,18 +78,14 @@ void plotLoadSweep(const std::string& from, const std::string& out) {
     records.erase(records.begin());
     return std::make_pair(column, records);
   };
-  const auto number = [](const submit::CsvRecord& r, const std::map<std::string, size_t>& c,
-                         const std::string& name) {
-    TL_REQUIRE(c.count(name) && c.at(name) < r.fields.size(), "sweep CSV line ", r.line,
-               ": no column ", name);
-    return std::stod(r.fields[c.at(name)]);
-  };
   const auto text = [](const submit::CsvRecord& r, const std::map<std::string, size_t>& c,
                        const std::string& name) {
     TL_REQUIRE(c.count(name) && c.at(name) < r.fields.size(), "sweep CSV line ", r.line,
                ": no column ", name);
     return r.fields[c.at(name)];
   };
+  const auto number = [&](const submit::CsvRecord& r, const std::map<std::string, size_t>& c,
+                          const std::string& name) { return std::stod(text(r, c, name)); };
   // A line per preset and max ("req": max = request, "4x": max = 4x request), in preset order.
   static const Rgb palette[] = {{214, 80, 30}, {240, 160, 120}, {40, 90, 200},
                                 {130, 170, 240}, {40, 150, 60}, {140, 210, 140}};
