@@ -32,7 +32,7 @@ int runBench(int argc, char** argv) {
   std::string out = "bench-scheduler";
   bool sweep = false;
   tl::bench::SweepOptions sweepOptions;
-  std::string loads, largeLoads, presets;
+  std::string loads, largeLoads, presets, replot;
   auto app = tl::cli::makeApp("bench_scheduler", "tl-sim's policies: presets x rescale costs");
   tl::cli::addDouble(*app, "--inplace-pause", &inplace, "tl's in-place rescale pause (s)", 0);
   tl::cli::addDouble(*app, "--restart-pause", &restart, "tl's checkpoint-restart pause (s)", 0);
@@ -42,10 +42,17 @@ int runBench(int argc, char** argv) {
                 "instead: hetero-goodput against every baseline at offered loads 0.5..2.0 "
                 "(load_sweep*.csv, load_sweep_*.png)");
   int seeds = sweepOptions.seeds, largeSeeds = sweepOptions.largeSeeds;
+  int firstSeed = sweepOptions.firstSeed;
   tl::cli::addInt(*app, "--seeds", &seeds, "with --sweep: seeds per point (pollux, easyscale)", 1,
                   100);
   tl::cli::addInt(*app, "--large-seeds", &largeSeeds, "with --sweep: seeds per point on large", 1,
                   100);
+  tl::cli::addInt(*app, "--first-seed", &firstSeed,
+                  "with --sweep: seeds count from this one (adds seeds to an earlier sweep)", 1,
+                  1000000);
+  app->add_option("--replot", replot,
+                  "instead: redraw the sweep's plots into --out from DIR/load_sweep.csv and "
+                  "DIR/load_sweep_verdict.csv (e.g. rows merged from several sweeps)");
   app->add_option("--loads", loads, "with --sweep: offered loads, comma-separated (default "
                                     "0.5,0.8,1.0,1.3,1.6,2.0)");
   app->add_option("--large-loads", largeLoads,
@@ -54,6 +61,12 @@ int runBench(int argc, char** argv) {
                   "with --sweep: presets, comma-separated (default pollux,easyscale,large)");
   if (!tl::cli::parse(*app, argc, argv)) return 0;
   tl::ensureWritableDir(out);
+  if (!replot.empty()) {
+    TL_REQUIRE(!sweep, "--replot: not with --sweep (it redraws what a sweep wrote)");
+    tl::bench::plotLoadSweep(replot, out);
+    std::printf("wrote %s/load_sweep_{verdict,queueing}.png\n", out.c_str());
+    return 0;
+  }
   if (sweep) {
     const auto list = [](const std::string& flag, const std::string& text) {
       std::string s = text;
@@ -76,6 +89,7 @@ int runBench(int argc, char** argv) {
     sweepOptions.inplace = inplace;
     sweepOptions.seeds = int(seeds);
     sweepOptions.largeSeeds = int(largeSeeds);
+    sweepOptions.firstSeed = int(firstSeed);
     if (!loads.empty()) sweepOptions.loads = sweepOptions.largeLoads = numbers("--loads", loads);
     if (!largeLoads.empty()) sweepOptions.largeLoads = numbers("--large-loads", largeLoads);
     if (!presets.empty()) {

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "common/check.h"
 #include "common/files.h"
 #include "tools/sched/sim/generator.h"
 #include "tools/sched/sim/policy.h"
@@ -66,6 +67,68 @@ std::string regime(int grow) { return grow == 1 ? "request" : "4x request"; }
 
 }  // namespace
 
+void plotLoadSweep(const std::string& from, const std::string& out) {
+  // Columns by name, so the plot reads what the sweep wrote (or a merge of several sweeps).
+  const auto read = [&](const std::string& file) {
+    const std::string path = joinPath(from, file);
+    auto records = submit::parseCsv(readFile(path), path);
+    TL_REQUIRE(!records.empty(), path, ": no header");
+    std::map<std::string, size_t> column;
+    for (size_t i = 0; i < records[0].fields.size(); ++i) column[records[0].fields[i]] = i;
+    records.erase(records.begin());
+    return std::make_pair(column, records);
+  };
+  const auto text = [](const submit::CsvRecord& r, const std::map<std::string, size_t>& c,
+                       const std::string& name) {
+    TL_REQUIRE(c.count(name) && c.at(name) < r.fields.size(), "sweep CSV line ", r.line,
+               ": no column ", name);
+    return r.fields[c.at(name)];
+  };
+  const auto number = [&](const submit::CsvRecord& r, const std::map<std::string, size_t>& c,
+                          const std::string& name) { return std::stod(text(r, c, name)); };
+  // A line per preset and max ("req": max = request, "4x": max = 4x request), in preset order.
+  static const Rgb palette[] = {{214, 80, 30}, {240, 160, 120}, {40, 90, 200},
+                                {130, 170, 240}, {40, 150, 60}, {140, 210, 140}};
+  std::map<std::pair<size_t, int>, std::pair<SweepSeries, SweepSeries>> lines;
+  const auto line = [&](const std::string& preset, const std::string& max) -> auto& {
+    const size_t rank = size_t(std::find(presetNames().begin(), presetNames().end(), preset) -
+                               presetNames().begin());
+    const int grown = max == "request" ? 0 : 1;
+    auto [it, added] = lines.try_emplace({rank, grown});
+    if (added) {
+      const size_t colour = 2 * rank + size_t(grown);
+      SweepSeries s{preset + (max == "request" ? " req" : " 4x"), {}, {}, {}, {}, true,
+                    palette[colour % 6]};
+      it->second = {s, s};
+    }
+    return it->second;
+  };
+  const auto [vc, verdict] = read("load_sweep_verdict.csv");
+  for (const auto& r : verdict) {
+    SweepSeries& s = line(text(r, vc, "preset"), text(r, vc, "max_gpus")).first;
+    s.load.push_back(number(r, vc, "load"));
+    s.mean.push_back(number(r, vc, "tl_over_best_mean_jct"));
+    s.lo.push_back(number(r, vc, "min")), s.hi.push_back(number(r, vc, "max"));
+  }
+  const auto [pc, policies] = read("load_sweep.csv");
+  for (const auto& r : policies) {
+    if (text(r, pc, "policy") != "yarn-cs") continue;
+    SweepSeries& s = line(text(r, pc, "preset"), text(r, pc, "max_gpus")).second;
+    s.load.push_back(number(r, pc, "load"));
+    s.mean.push_back(number(r, pc, "queueing_share"));
+    s.lo.push_back(number(r, pc, "queueing_share_min"));
+    s.hi.push_back(number(r, pc, "queueing_share_max"));
+  }
+  std::vector<SweepSeries> ratio, queue;
+  for (const auto& [key, both] : lines) ratio.push_back(both.first), queue.push_back(both.second);
+  writeFileAtomic(joinPath(out, "load_sweep_verdict.png"),
+                  loadSweepPng(std::string(kTl) + " / best baseline", "mean JCT ratio", ratio, 1,
+                               900, 500));
+  writeFileAtomic(joinPath(out, "load_sweep_queueing.png"),
+                  loadSweepPng("yarn-cs: queueing share of JCT", "queueing share", queue, 0, 900,
+                               500));
+}
+
 void runLoadSweep(const SweepOptions& o) {
   const ProfileSet profiles = ProfileSet::builtin();
   std::map<std::tuple<std::string, int, double, std::string>, PolicyCell> cells;
@@ -80,7 +143,8 @@ void runLoadSweep(const SweepOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int grow : {1, 4})
       for (double load : large ? o.largeLoads : o.loads)
-        for (int seed = 1; seed <= (large ? o.largeSeeds : o.seeds); ++seed) {
+        for (int seed = o.firstSeed; seed < o.firstSeed + (large ? o.largeSeeds : o.seeds);
+             ++seed) {
           Preset p = preset(name);
           p.generator.growFactor = grow;
           p.generator.arrivalLoad = load;
@@ -136,8 +200,9 @@ void runLoadSweep(const SweepOptions& o) {
   for (const auto& name : o.presets)
     for (int grow : {1, 4}) {
       const bool large = name == "large";
-      std::printf("\n%s, max = %s, in-place pause %.1f s (mean over %d seed(s); spread min-max)\n",
-                  name.c_str(), regime(grow).c_str(), o.inplace, large ? o.largeSeeds : o.seeds);
+      const int n = large ? o.largeSeeds : o.seeds;
+      std::printf("\n%s, max = %s, in-place pause %.1f s (mean over seeds %d..%d; spread min-max)\n",
+                  name.c_str(), regime(grow).c_str(), o.inplace, o.firstSeed, o.firstSeed + n - 1);
       std::printf("%-15s %5s %7s %10s %10s %11s %20s %7s\n", "policy", "load", "jobs", "mean JCT",
                   "p99 JCT", "makespan", "queueing share", "util-a");
       for (double load : large ? o.largeLoads : o.loads)
@@ -207,33 +272,7 @@ void runLoadSweep(const SweepOptions& o) {
                     name.c_str(), regime(grow).c_str(), load, q, q >= 1.0 / 3 ? "met" : "missed");
       }
 
-  // Plots: the verdict ratio and yarn-cs's queueing share over load, a line per preset and max
-  // ("req": max = request, "4x": max = 4x request).
-  static const Rgb palette[] = {{214, 80, 30}, {240, 160, 120}, {40, 90, 200},
-                                {130, 170, 240}, {40, 150, 60}, {140, 210, 140}};
-  std::vector<SweepSeries> ratio, queue;
-  size_t colour = 0;
-  for (const auto& name : o.presets)
-    for (int grow : {1, 4}) {
-      SweepSeries r{name + (grow == 1 ? " req" : " 4x"), {}, {}, {}, {}, true,
-                    palette[colour++ % 6]};
-      SweepSeries q = r;
-      for (double load : name == "large" ? o.largeLoads : o.loads) {
-        const Verdict& v = verdicts.at({name, grow, load});
-        const PolicyCell& y = cells.at({name, grow, load, "yarn-cs"});
-        r.load.push_back(load), q.load.push_back(load);
-        r.mean.push_back(v.mean.mean()), r.lo.push_back(v.mean.lo()), r.hi.push_back(v.mean.hi());
-        q.mean.push_back(y.queueShare.mean()), q.lo.push_back(y.queueShare.lo()),
-            q.hi.push_back(y.queueShare.hi());
-      }
-      ratio.push_back(r), queue.push_back(q);
-    }
-  writeFileAtomic(joinPath(o.out, "load_sweep_verdict.png"),
-                  loadSweepPng(std::string(kTl) + " / best baseline", "mean JCT ratio", ratio, 1,
-                               900, 500));
-  writeFileAtomic(joinPath(o.out, "load_sweep_queueing.png"),
-                  loadSweepPng("yarn-cs: queueing share of JCT", "queueing share", queue, 0, 900,
-                               500));
+  plotLoadSweep(o.out, o.out);
 
   std::printf("\nsweep: %zu policies, loads", policyNames().size());
   for (double l : o.loads) std::printf(" %.1f", l);

@@ -100,5 +100,42 @@ TEST(SchedGenerator, PresetsHaveTheirSizes) {
   EXPECT_THROW(preset("philly"), InputError);
 }
 
+// --load's window (loadWindowSeconds), worked out by hand. A job's mean GPU-seconds at a
+// preset's load of 1 is capacity x span / jobs (capacity in fast GPUs by resnet20's 1-GPU rates:
+// fast 1000, mid 500, slow 250 samples/s); the mean request is 0.93 + 0.03 x 2 + 0.02 x 4 +
+// 0.02 x 8 = 1.23 GPUs; on the slowest kind a job holds its GPUs 4x as long as on fast.
+//  easyscale: 32 + 16/2 + 16/4 = 44 fast GPUs; 44 x 4800 / 70 / 1.23 = 2452.96 s on fast,
+//    9811.85 s on slow; the window is 3 of those, 29435.5 s (the span is 4800 s).
+//  pollux: 64 fast GPUs, one kind; 64 x 28800 / 160 / 1.23 = 9365.85 s; 3 x that = 28097.6 s
+//    is under the 28800 s span: the span.
+//  large: 500 + 250/2 + 250/4 = 687.5; 687.5 x 259200 / 10000 / 1.23 x 4 = 57951.2 s; 3 x
+//    that = 173853.7 s is under the 259200 s span: the span.
+TEST(SchedGenerator, LoadWindowSpansThreeHoldsOnTheSlowestKind) {
+  const auto profiles = ProfileSet::builtin();
+  EXPECT_NEAR(loadWindowSeconds(preset("easyscale").generator, profiles), 29435.5, 0.1);
+  EXPECT_DOUBLE_EQ(loadWindowSeconds(preset("pollux").generator, profiles), 28800);
+  EXPECT_DOUBLE_EQ(loadWindowSeconds(preset("large").generator, profiles), 259200);
+  // Fewer jobs in the same span: each holds longer, and pollux's window grows past its span.
+  auto fewer = preset("pollux").generator;
+  fewer.jobs = 100;
+  EXPECT_NEAR(loadWindowSeconds(fewer, profiles), 3 * 64 * 28800 / 100 / 1.23, 0.01);
+}
+
+// With --load the trace's window is loadWindowSeconds: easyscale's arrivals run past its span
+// to the window's end, and the work they offer inside it is L x capacity x window.
+TEST(SchedGenerator, LoadFillsTheWindowWithTheAskedWork) {
+  const auto profiles = ProfileSet::builtin();
+  auto o = preset("easyscale").generator;
+  o.arrivalLoad = 1.3;
+  o.seed = 2;
+  const double window = loadWindowSeconds(o, profiles);
+  const auto jobs = generateTrace(o, profiles);
+  EXPECT_GT(jobs.back().arrival, 0.95 * window);
+  EXPECT_LT(jobs.back().arrival, window);
+  EXPECT_NEAR(offeredWindowLoad(jobs, window, o, profiles), 1.3, 1e-6);
+  for (const auto& j : jobs)  // the cap (twice the span) holds
+    ASSERT_LE(j.work / profiles.rate(j.model, "fast", j.requestGpus), 2 * 4800 * (1 + 1e-12));
+}
+
 }  // namespace
 }  // namespace tl::sched

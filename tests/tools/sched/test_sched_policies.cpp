@@ -118,6 +118,21 @@ TEST(SchedPolicies, HeterogeneousElasticUsesASlowerKindTooWithTheEstsPlacedByThe
   EXPECT_NEAR(run("elastic-hetero", cluster("fast:1,slow:1"), jobs).jobs[0].jct(), 20, 1e-9);
 }
 
+// The trace both goodput policies are worked out on: fast:4 at 10 samples/s per GPU, A (4000
+// samples) at 0 and B (1200) at 30 s, 1..4 GPUs with 4 ESTs (3 GPUs are no faster than 2).
+struct TwoJobs {
+  double aJct, bJct, bQueueing;
+  int aRescales;
+};
+void expectTwoJobs(const std::string& policy, double rescaleCost, const TwoJobs& e) {
+  const std::vector<JobSpec> jobs{job("A", 0, 4000, 1, 4), job("B", 30, 1200, 1, 4)};
+  const auto r = run(policy, cluster("fast:4"), jobs, rescaleCost);
+  EXPECT_NEAR(r.jobs[0].jct(), e.aJct, 1e-9) << policy << " at " << rescaleCost << " s";
+  EXPECT_NEAR(r.jobs[1].jct(), e.bJct, 1e-9) << policy << " at " << rescaleCost << " s";
+  EXPECT_NEAR(r.jobs[1].queueing(), e.bQueueing, 1e-9) << policy << " at " << rescaleCost << " s";
+  EXPECT_EQ(r.jobs[0].rescales, e.aRescales) << policy << " at " << rescaleCost << " s";
+}
+
 TEST(SchedPolicies, GoodputReoptimisesEveryIntervalAndChargesEachChangeTheRescaleCost) {
   // fast:4 at 10 samples/s per GPU; A (4000 samples) and B (1200, arriving at 30 s) may use 1..4
   // GPUs with 4 ESTs (3 GPUs are no faster than 2). Rescale cost 6 s, interval 60 s.
@@ -131,19 +146,12 @@ TEST(SchedPolicies, GoodputReoptimisesEveryIntervalAndChargesEachChangeTheRescal
   //    alone, fair share 4 (c = 40): growing to 4 scores 40 / (40 (1 - 6/60)) = 1.11, keeping
   //    2 scores 40 / 20 = 2: it grows. A has 1600 - 54 x 20 = 520 left: pause to 126, 13 s at
   //    40/s: ends at 139.
-  const std::vector<JobSpec> jobs{job("A", 0, 4000, 1, 4), job("B", 30, 1200, 1, 4)};
-  auto r = run("goodput", cluster("fast:4"), jobs, 6);
-  EXPECT_NEAR(r.jobs[0].jct(), 139, 1e-9);
-  EXPECT_NEAR(r.jobs[1].jct(), 90, 1e-9);
-  EXPECT_NEAR(r.jobs[1].queueing(), 30, 1e-9);
-  EXPECT_EQ(r.jobs[0].rescales, 2);
+  expectTwoJobs("goodput", 6, {139, 90, 30, 2});
   // At a rescale cost of 40 s the grow at 120 s would score 40 / (40 (1 - 40/60)) = 3 against 2
   // for keeping: A stays on 2 GPUs. From 60 it pauses to 100, then does its 1600 at 20/s: 180.
-  auto costly = run("goodput", cluster("fast:4"), jobs, 40);
-  EXPECT_NEAR(costly.jobs[0].jct(), 180, 1e-9);
-  EXPECT_NEAR(costly.jobs[1].jct(), 90, 1e-9);
-  EXPECT_EQ(costly.jobs[0].rescales, 1);
+  expectTwoJobs("goodput", 40, {180, 90, 30, 1});
   // elastic-hetero shrinks A for B at once (B: 1200 at 20/s from 30, JCT 60): no interval wait.
+  const std::vector<JobSpec> jobs{job("A", 0, 4000, 1, 4), job("B", 30, 1200, 1, 4)};
   EXPECT_NEAR(run("elastic-hetero", cluster("fast:4"), jobs, 6).jobs[1].jct(), 60, 1e-9);
 }
 
@@ -176,20 +184,13 @@ TEST(SchedPolicies, HeteroGoodputAdmitsAtOnceAndGrowsInPlaceOnlyWhenThePauseIsWo
   //  A has done 1200 + 54 x 20 = 2280 by 90.
   //  t=90: B ends. A alone, fair share 4 (c = 40); its step 2 -> 4 charged is 36/s > 20/s:
   //    it grows in place, pauses to 96, does its 1720 at 40/s: ends at 139.
+  expectTwoJobs("hetero-goodput", 6, {139, 60, 0, 2});
   const std::vector<JobSpec> jobs{job("A", 0, 4000, 1, 4), job("B", 30, 1200, 1, 4)};
-  auto r = run("hetero-goodput", cluster("fast:4"), jobs, 6);
-  EXPECT_NEAR(r.jobs[0].jct(), 139, 1e-9);
-  EXPECT_NEAR(r.jobs[1].jct(), 60, 1e-9);
-  EXPECT_NEAR(r.jobs[1].queueing(), 0, 1e-9);
-  EXPECT_EQ(r.jobs[0].rescales, 2);
-  EXPECT_EQ(r.jobs[1].rescales, 0);
+  EXPECT_EQ(run("hetero-goodput", cluster("fast:4"), jobs, 6).jobs[1].rescales, 0);
   // At 40 s a pause is charged rate x (1 - 40/60) = 1/3. At 30 s A still shrinks for B (a
   // waiting job outweighs any rate): paused to 70, 400 done by 90 (2400 left). At 90 growing
   // to 4 is worth 40/3 = 13.3/s < 20/s: A stays on 2 and ends 120 s later, at 210.
-  auto costly = run("hetero-goodput", cluster("fast:4"), jobs, 40);
-  EXPECT_NEAR(costly.jobs[0].jct(), 210, 1e-9);
-  EXPECT_NEAR(costly.jobs[1].jct(), 60, 1e-9);
-  EXPECT_EQ(costly.jobs[0].rescales, 1);
+  expectTwoJobs("hetero-goodput", 40, {210, 60, 0, 1});
 }
 
 TEST(SchedPolicies, HeteroGoodputGivesALongRunningJobsGpuToANewOneAndMixesKinds) {

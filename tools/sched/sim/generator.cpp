@@ -11,6 +11,10 @@
 namespace tl::sched {
 namespace {
 
+// The load window spans at least this many mean holding times on the slowest kind
+// (loadWindowSeconds, generator.h: why, and why three).
+constexpr double kLoadWindowHolds = 3;
+
 // Distributions written out (not <random>'s), so a seed gives the same trace with any
 // standard library.
 class Random {
@@ -168,28 +172,37 @@ double windowGpuSeconds(const std::vector<JobSpec>& jobs, double window,
   return sum;
 }
 
-// tl-sim --load L: the window is the preset's span; durations keep the preset's scale (the
-// sample's GPU-time equals the capacity over its arrivals, as targetLoad does at load 1); the
-// arrival times are compressed by the factor r that makes the work offered inside the window
-// (windowGpuSeconds) exactly L x capacity x window. That work grows continuously and
+// tl-sim --load L: the window is loadWindowSeconds; durations keep the preset's scale (the
+// sample's GPU-time equals the capacity over its arrivals, as targetLoad does at load 1) and are
+// capped; the arrival times are compressed by the factor r that makes the work offered inside
+// the window (windowGpuSeconds) exactly L x capacity x window. That work grows continuously and
 // monotonically with r (a job entering at the window's end brings nothing yet), so bisection
 // finds r; the stream of jobs is drawn long enough for it. Only jobs arriving inside the window
 // are kept, so at L > 1 requests exceed the capacity during the window and a non-elastic
 // scheduler queues.
 std::vector<JobSpec> generateAtLoad(const GeneratorOptions& o, const ProfileSet& profiles) {
-  const double window = o.spanSeconds;
+  const double window = loadWindowSeconds(o, profiles);
   const double target = o.arrivalLoad * capacity(o, profiles) * window;
   GeneratorOptions stream = o;
   stream.maxDurationSeconds = 0;  // capped below, after the scale
+  const double windows = window / o.spanSeconds;  // the preset's spans in the window
   for (int attempt = 0;; ++attempt) {
     TL_REQUIRE(attempt < 12, "generator: load ", o.arrivalLoad,
                " is out of reach: even ", stream.jobs, " arrivals in the window offer less");
-    stream.jobs = std::max(2, int(std::ceil(o.jobs * std::max(1.0, o.arrivalLoad) * 4)) << attempt);
+    stream.jobs =
+        std::max(2, int(std::ceil(o.jobs * windows * std::max(1.0, o.arrivalLoad) * 4)) << attempt);
     stream.spanSeconds = o.spanSeconds * stream.jobs / o.jobs;  // the preset's arrival rate
     auto base = draw(stream, profiles);
     const double scale =
         capacity(o, profiles) * base.back().arrival / gpuSeconds(base, o, profiles);
-    for (auto& j : base) j.work *= scale;
+    // Capped before the window's work is counted: in a window longer than the cap, a job's
+    // share of it is its capped duration (in a shorter one the cap changes nothing there).
+    for (auto& j : base) {
+      j.work *= scale;
+      if (o.maxDurationSeconds > 0)
+        j.work = std::min(j.work, o.maxDurationSeconds *
+                                      profiles.rate(j.model, o.referenceKind, j.requestGpus));
+    }
     std::vector<double> gpus, duration;  // per drawn job: request, seconds on the reference kind
     for (const auto& j : base) {
       gpus.push_back(j.requestGpus);
@@ -223,16 +236,28 @@ std::vector<JobSpec> generateAtLoad(const GeneratorOptions& o, const ProfileSet&
       char id[32];
       std::snprintf(id, sizeof id, "job-%05zu", i);
       jobs[i].id = id;
-      if (o.maxDurationSeconds > 0) {
-        const double rate = profiles.rate(jobs[i].model, o.referenceKind, jobs[i].requestGpus);
-        jobs[i].work = std::min(jobs[i].work, o.maxDurationSeconds * rate);
-      }
     }
     return jobs;
   }
 }
 
 }  // namespace
+
+double loadWindowSeconds(const GeneratorOptions& o, const ProfileSet& profiles) {
+  // GPU-seconds per job at the preset's load of 1 (capacity x span / jobs), over the mean
+  // request: how long a job holds its GPUs on the reference kind; on the slowest kind, that
+  // x the speed ratio (the first model's single-GPU rates, as capacity counts them).
+  double shareSum = 0, requestSum = 0;
+  for (size_t c = 0; c < o.gpuShares.size(); ++c)
+    shareSum += o.gpuShares[c], requestSum += o.gpuShares[c] * o.gpuCounts[c];
+  const double meanRequest = requestSum / shareSum;
+  const std::string& m = o.models[0];
+  double slowest = 1;
+  for (const auto& k : o.loadKinds)
+    slowest = std::max(slowest, profiles.rate(m, o.referenceKind, 1) / profiles.rate(m, k.name, 1));
+  const double hold = capacity(o, profiles) * o.spanSeconds / o.jobs / meanRequest * slowest;
+  return std::max(o.spanSeconds, kLoadWindowHolds * hold);
+}
 
 double offeredWindowLoad(const std::vector<JobSpec>& jobs, double window,
                          const GeneratorOptions& o, const ProfileSet& profiles) {

@@ -38,14 +38,14 @@ struct GeneratorOptions {
   // fix the realised load instead of hoping for it.
   double targetLoad = 0;
   std::vector<GpuKind> loadKinds;
-  // > 0 (tl-sim --load L): contention over the arrival window [0, spanSeconds). Durations keep
-  // the preset's scale (GPU-time of the drawn stream = capacity over its arrivals); arrivals
-  // come at the preset's pattern, compressed until the work the jobs offer inside the window at
-  // their request (request x min(duration, window - arrival), reference-kind GPUs) is L x the
-  // capacity of `loadKinds` x the window. Work past the window does not count, so a few
-  // heavy-tailed jobs cannot make up the load while the cluster idles: at L > 1 the requests
-  // exceed the cluster during the window. The number of jobs follows (more than `jobs` x L on
-  // presets whose jobs outlive the window). Durations are capped after scaling.
+  // > 0 (tl-sim --load L): contention over the arrival window [0, loadWindowSeconds(...)).
+  // Durations keep the preset's scale (GPU-time of the drawn stream = capacity over its
+  // arrivals) and are capped; arrivals come at the preset's pattern, compressed until the work
+  // the jobs offer inside the window at their request (request x min(duration, window -
+  // arrival), reference-kind GPUs) is L x the capacity of `loadKinds` x the window. Work past
+  // the window does not count, so a few heavy-tailed jobs cannot make up the load while the
+  // cluster idles: at L > 1 the requests exceed the cluster during the window. The number of
+  // jobs follows (more than `jobs` x L on presets whose jobs outlive the window).
   double arrivalLoad = 0;
   uint64_t seed = 1;
 };
@@ -66,6 +66,19 @@ const std::vector<std::string>& presetNames();
 class ProfileSet;
 // The jobs, sorted by arrival, named job-0000... Work comes from `profiles` (see referenceKind).
 std::vector<JobSpec> generateTrace(const GeneratorOptions& options, const ProfileSet& profiles);
+
+// tl-sim --load's arrival window: the preset's span, or three mean holding times on the slowest
+// kind if that is longer. A job's holding time is its GPU-seconds at the preset's load of 1
+// (capacity x span / jobs) over the mean request, in reference-kind seconds, x the reference
+// kind's speed over the slowest kind's. A kind-blind non-elastic scheduler (yarn-cs) starts
+// jobs on the slow kinds while they have room, and there a job holds its GPUs that much
+// longer: excess work then stretches running jobs instead of queueing new ones. Only a window
+// several such holds long fills the cluster long enough for a queue to form. Three is the
+// smallest whole number of holds with which yarn-cs queued for >= 1/3 of JCT at load 1.3 on
+// every seed of easyscale (two gave 0.25-0.45). On the presets: pollux and large keep their
+// span (three holds are 0.98 and 0.67 of it); easyscale's window is 29,436 s, 6.1 spans (a hold
+// on its slow kind is 9,812 s, twice its 80-minute span).
+double loadWindowSeconds(const GeneratorOptions& options, const ProfileSet& profiles);
 
 // The load `jobs` offer inside [0, window): request x min(duration, window - arrival) summed in
 // reference-kind GPU-seconds, over `loadKinds`' capacity x window (what arrivalLoad fixes).

@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <queue>
 #include <tuple>
 
 #include "common/check.h"
@@ -67,19 +66,10 @@ class Goodput : public Policy {
   // (waiting jobs, sum of c_i / charged rate_i): lexicographically smaller is better.
   std::pair<int, double> score(const std::vector<JobView>& jobs, const std::vector<double>& c,
                                const std::vector<Allocation>& alloc) const {
-    const double charged =
-        std::max(0.0, 1 - options_.rescaleCostSeconds / options_.intervalSeconds);
     int waiting = 0;
-    double cost = 0;
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (sum(alloc[i]) == 0) {
-        ++waiting;
-        continue;
-      }
-      double rate = model_.rate(*jobs[i].spec, alloc[i]);
-      if (jobs[i].started && alloc[i] != jobs[i].current) rate *= charged;
-      cost += rate > 0 ? c[i] / rate : kInf;
-    }
+    const double cost = goodput::chargedObjective(model_, jobs, c, alloc,
+                                                  options_.rescaleCostSeconds,
+                                                  options_.intervalSeconds, [&](size_t) { ++waiting; });
     return {waiting, cost};
   }
 
@@ -99,26 +89,9 @@ class Goodput : public Policy {
     for (size_t i = 0; i < jobs.size(); ++i)
       if (!fixed[i]) admit(jobs[i], free, out[i]);
 
-    using Entry = std::tuple<double, long, int, int>;  // (gain per GPU, -index, kind, step)
-    std::priority_queue<Entry> heap;
-    const auto push = [&](size_t i) {
-      const auto [gain, kind, step] = bestStep(*jobs[i].spec, c[i], free, out[i]);
-      if (kind >= 0) heap.emplace(gain, -long(i), kind, step);
-    };
-    for (size_t i = 0; i < jobs.size(); ++i)
-      if (!fixed[i] && sum(out[i]) > 0) push(i);
-    while (!heap.empty()) {
-      const auto [gain, negIndex, kind, step] = heap.top();
-      heap.pop();
-      const size_t i = size_t(-negIndex);
-      if (free[size_t(kind)] < step) {  // others took those GPUs since: ask the job again
-        push(i);
-        continue;
-      }
-      out[i][size_t(kind)] += step;
-      free[size_t(kind)] -= step;
-      push(i);
-    }
+    goodput::growGreedily(
+        jobs.size(), free, out, [&](size_t i) { return !fixed[i] && sum(out[i]) > 0; },
+        [&](size_t i) { return bestStep(*jobs[i].spec, c[i], free, out[i]); });
     return out;
   }
 

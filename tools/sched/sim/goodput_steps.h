@@ -3,6 +3,8 @@
 #pragma once
 
 #include <algorithm>
+#include <queue>
+#include <limits>
 #include <tuple>
 #include <vector>
 
@@ -53,6 +55,53 @@ std::tuple<double, int, int> bestStep(double c, double now, int room, const std:
     if (bestKind >= 0) return {bestGain, bestKind, step};
   }
   return {0, -1, 0};
+}
+
+// sum_i c_i / charged rate_i over the jobs that hold GPUs in `alloc` (the p = -1 objective): a
+// started job whose allocation changes is charged rate x (1 - rescaleCost / interval), the
+// share of the interval the pause eats. `waiting(i)` is called for each job that holds none.
+template <typename Waiting>
+double chargedObjective(const ThroughputModel& model, const std::vector<JobView>& jobs,
+                        const std::vector<double>& c, const std::vector<Allocation>& alloc,
+                        double rescaleCost, double interval, const Waiting& waiting) {
+  const double charged = std::max(0.0, 1 - rescaleCost / interval);
+  double cost = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (gpus(alloc[i]) == 0) {
+      waiting(i);
+      continue;
+    }
+    double rate = model.rate(*jobs[i].spec, alloc[i]);
+    if (jobs[i].started && alloc[i] != jobs[i].current) rate *= charged;
+    cost += rate > 0 ? c[i] / rate : std::numeric_limits<double>::infinity();
+  }
+  return cost;
+}
+
+// Greedy marginal allocation: the free GPUs one step at a time to the job whose next step
+// (`step(i)`: (gain per GPU, kind, GPUs), kind -1 for none) gains most, ties to the earlier job,
+// for the jobs with `grows(i)`. A step whose GPUs others took since is asked for again.
+template <typename Grows, typename Step>
+void growGreedily(size_t jobs, std::vector<int>& free, std::vector<Allocation>& out,
+                  const Grows& grows, const Step& step) {
+  using Entry = std::tuple<double, long, int, int>;  // (gain per GPU, -index, kind, step)
+  std::priority_queue<Entry> heap;
+  const auto push = [&](size_t i) {
+    const auto [gain, kind, n] = step(i);
+    if (kind >= 0) heap.emplace(gain, -long(i), kind, n);
+  };
+  for (size_t i = 0; i < jobs; ++i)
+    if (grows(i)) push(i);
+  while (!heap.empty()) {
+    const auto [gain, negIndex, kind, n] = heap.top();
+    heap.pop();
+    const size_t i = size_t(-negIndex);
+    if (free[size_t(kind)] >= n) {
+      out[i][size_t(kind)] += n;
+      free[size_t(kind)] -= n;
+    }
+    push(i);
+  }
 }
 
 }  // namespace tl::sched::goodput

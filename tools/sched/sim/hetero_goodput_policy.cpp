@@ -39,7 +39,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <queue>
 #include <tuple>
 
 #include "common/check.h"
@@ -119,18 +118,10 @@ class HeteroGoodput : public Policy {
  private:
   Score score(const std::vector<JobView>& jobs, const std::vector<double>& c,
               const std::vector<Allocation>& alloc) const {
-    const double charged =
-        std::max(0.0, 1 - options_.rescaleCostSeconds / options_.intervalSeconds);
     Score s;
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (sum(alloc[i]) == 0) {
-        ++s.waiting[level(jobs[i].attainedGpuSeconds)];
-        continue;
-      }
-      double rate = model_.rate(*jobs[i].spec, alloc[i]);
-      if (jobs[i].started && alloc[i] != jobs[i].current) rate *= charged;
-      s.cost += rate > 0 ? c[i] / rate : kInf;
-    }
+    s.cost = goodput::chargedObjective(
+        model_, jobs, c, alloc, options_.rescaleCostSeconds, options_.intervalSeconds,
+        [&](size_t i) { ++s.waiting[level(jobs[i].attainedGpuSeconds)]; });
     return s;
   }
 
@@ -204,29 +195,12 @@ class HeteroGoodput : public Policy {
   // GPU.
   void grow(const std::vector<JobView>& jobs, const std::vector<double>& c, std::vector<int>& free,
             std::vector<Allocation>& out) const {
-    using Entry = std::tuple<double, long, int, int>;  // (gain per GPU, -index, kind, step)
-    std::priority_queue<Entry> heap;
-    const auto push = [&](size_t i) {
-      const auto [gain, kind, step] = bestStep(jobs[i], c[i], free, out[i]);
-      if (kind >= 0) heap.emplace(gain, -long(i), kind, step);
-    };
     int totalFree = 0;
     for (int f : free) totalFree += f;
     if (totalFree == 0) return;
-    for (size_t i = 0; i < jobs.size(); ++i)
-      if (sum(out[i]) > 0) push(i);
-    while (!heap.empty()) {
-      const auto [gain, negIndex, kind, step] = heap.top();
-      heap.pop();
-      const size_t i = size_t(-negIndex);
-      if (free[size_t(kind)] < step) {  // others took those GPUs since: ask the job again
-        push(i);
-        continue;
-      }
-      out[i][size_t(kind)] += step;
-      free[size_t(kind)] -= step;
-      push(i);
-    }
+    goodput::growGreedily(
+        jobs.size(), free, out, [&](size_t i) { return sum(out[i]) > 0; },
+        [&](size_t i) { return bestStep(jobs[i], c[i], free, out[i]); });
   }
 
   // Admission at min_gpus. Which jobs: in priority order, while their min_gpus fit in the free

@@ -61,8 +61,10 @@ int runSim(int argc, char** argv) {
                  "seconds a job's first start takes before it progresses", 0, 1e6);
   cli::addInt(*app, "--seed", &seed, "generator seed (presets)", 0);
   cli::addDouble(*app, "--load", &load,
-                 "with --preset: contention over the preset's span (the arrival window): "
-                 "arrivals at the preset's pattern, as many as make the work they offer inside "
+                 "with --preset: contention over the arrival window (the preset's span, or "
+                 "three mean holds of a job's GPUs on the slowest kind if longer: easyscale "
+                 "29,436 s): arrivals at the preset's pattern, as many as make the work they "
+                 "offer inside "
                  "the window at their request (request x min(duration, window - arrival)) "
                  "L x capacity x window; L > 1 queues a non-elastic scheduler",
                  0.01, 100);
@@ -93,11 +95,14 @@ int runSim(int argc, char** argv) {
     p.generator.arrivalLoad = load;
     p.generator.referenceKind = cluster.kinds[0].name;
     trace = generateTrace(p.generator, profiles);
+    // --load's window (longer than the span where jobs hold slow GPUs long; generator.h).
+    const double window =
+        load > 0 ? loadWindowSeconds(p.generator, profiles) : p.generator.spanSeconds;
     p.generator.loadKinds = cluster.kinds;
     std::printf("%s: preset %s, %zu jobs; offered load inside the arrival window (0 to %.0f s) "
                 "at request size: %.2f\n",
-                kProgram, presetName.c_str(), trace.size(), p.generator.spanSeconds,
-                offeredWindowLoad(trace, p.generator.spanSeconds, p.generator, profiles));
+                kProgram, presetName.c_str(), trace.size(), window,
+                offeredWindowLoad(trace, window, p.generator, profiles));
   } else {
     TL_REQUIRE(!kinds.empty(), "--cluster: required with --trace (e.g. fast:32,mid:16)");
     TL_REQUIRE(load == 0, "--load: only with --preset (a replayed trace keeps its arrivals)");
