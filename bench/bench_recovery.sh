@@ -3,7 +3,7 @@
 # the processes that remain), in place (tl-run's default: the survivors keep their processes) and
 # by a restart (--recovery restart: the survivors write the job, a new mpirun resumes it), next
 # to a cold restart from the last periodic checkpoint, measured in the same invocation.
-# ResNet-18, N = 4, 4 -> 3 processes.
+# ResNet-18, N = 4, 4 -> 3 processes; in place also with the lead killed.
 #
 #   bench/bench_recovery.sh [BUILD_DIR]   (env: STEPS=64 EVERY=50 KILL_AT=60 BATCH=4 MODEL=resnet18
 #                                          ROUNDS=3 OSTEPS=40 OBATCH=8 ONP=2 DEVICE=)
@@ -58,8 +58,9 @@ print(last)
 PY
 }
 
-# Kills the second rank process (mpirun's child) of the job writing to $1 once it passed step $2;
-# fails if the job ($RUN) ends before that.
+# Kills the second rank process (mpirun's child) of the job writing to $1 once it passed step $2,
+# or with $3 = lead the lead (the rank holding metrics.jsonl open); fails if the job ($RUN) ends
+# before that.
 kill_after() {
   until [ "$(last_step "$1/metrics.jsonl")" -ge "$2" ]; do
     if ! kill -0 "$RUN" 2>/dev/null; then
@@ -72,6 +73,11 @@ kill_after() {
   local m victim
   m=$(pgrep -f "^[^ ]*mpirun .*--output-dir $1( |\$)" | head -1)
   victim=$(pgrep -P "$m" | sed -n 2p)
+  if [ "${3:-}" = lead ]; then
+    for p in $(pgrep -P "$m"); do
+      if [ "$(readlink "/proc/$p/fd/"* 2>/dev/null | grep -c "^$1/metrics.jsonl\$")" -gt 0 ]; then victim=$p; fi
+    done
+  fi
   date +%s.%N > "$1.killed_at"
   kill -9 "$victim"
 }
@@ -151,6 +157,15 @@ kill_after "$I" "$KILL_AT"
 wait $RUN
 read -r I_S I_R I_LOST I_STEP I_HASH < <(report "$I")
 
+# 1a) The same with the lead killed: the lowest surviving rank takes over its duties.
+L="$WORK/inplace-lead"
+"$BIN/tl-run" --np 4 --max-restarts 1 --hang-timeout 60 --grow-back off --mpirun "$MPIRUN" --mpirun-args "--oversubscribe" \
+  -- $JOB --output-dir "$L" > "$WORK/inplace-lead.log" 2>&1 &
+RUN=$!
+kill_after "$L" "$KILL_AT" lead
+wait $RUN
+read -r L_S L_R L_LOST L_STEP L_HASH < <(report "$L")
+
 # 1b) tl-run --recovery restart: the survivors' copy of the last step boundary, a new mpirun.
 A="$WORK/recover"
 "$BIN/tl-run" --np 4 --max-restarts 1 --hang-timeout 60 --recovery restart --mpirun "$MPIRUN" --mpirun-args "--oversubscribe" \
@@ -182,8 +197,9 @@ echo "bench_recovery: $MODEL, N = 4, batch $BATCH per worker, 4 -> 3 processes a
 printf "| %-34s | %19s | %27s | %26s | %18s |\n" "run" "kill -> next step s" "kill -> progress regained s" "completed steps recomputed" "step s before kill"
 printf "|%s|%s|%s|%s|%s|\n" "------------------------------------" "---------------------" "-----------------------------" "----------------------------" "--------------------"
 printf "| %-34s | %19s | %27s | %26s | %18s |\n" "tl-run in place (default)" "$I_S" "$I_R" "$I_LOST" "$I_STEP"
+printf "| %-34s | %19s | %27s | %26s | %18s |\n" "tl-run in place, the lead killed" "$L_S" "$L_R" "$L_LOST" "$L_STEP"
 printf "| %-34s | %19s | %27s | %26s | %18s |\n" "tl-run --recovery restart" "$A_S" "$A_R" "$A_LOST" "$A_STEP"
 printf "| %-34s | %19s | %27s | %26s | %18s |\n" "cold restart from checkpoint" "$B_S" "$B_R" "$B_LOST" "$B_STEP"
-python3 -c "print(f'ratio in place / restart: to the next step {float(\"$I_S\")/float(\"$A_S\"):.2f}')"
+python3 -c "print(f'ratio in place / restart: to the next step {float(\"$I_S\")/float(\"$A_S\"):.2f} (the lead killed: {float(\"$L_S\")/float(\"$A_S\"):.2f})')"
 python3 -c "print(f'ratio tl-run restart / cold restart: to the next step {float(\"$A_S\")/float(\"$B_S\"):.2f}, to progress regained {float(\"$A_R\")/float(\"$B_R\"):.2f}, step time {float(\"$A_STEP\")/float(\"$B_STEP\"):.3f}')"
-echo "params_sha256: in place $I_HASH, tl-run restart $A_HASH, cold restart $B_HASH ($([ "$I_HASH" = "$A_HASH" ] && [ "$A_HASH" = "$B_HASH" ] && echo same || echo DIFFERENT))"
+echo "params_sha256: in place $I_HASH, the lead killed $L_HASH, tl-run restart $A_HASH, cold restart $B_HASH ($([ "$I_HASH" = "$A_HASH" ] && [ "$L_HASH" = "$A_HASH" ] && [ "$A_HASH" = "$B_HASH" ] && echo same || echo DIFFERENT))"
