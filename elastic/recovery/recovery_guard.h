@@ -94,6 +94,7 @@ class RecoveryGuard final : public est::StepObserver {
   void watchMembers();
   struct Losses {
     std::vector<int> ranks;  // as of the member table (sorted)
+    std::vector<std::string> hosts;  // hosts every member of which is lost (sorted)
     double firstAt = 0;      // Unix seconds of the first detection (0: none)
     double snapshotAt = 0;   // when this process's last boundary was taken, at that moment
   };

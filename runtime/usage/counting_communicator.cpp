@@ -92,6 +92,18 @@ class CountingCommunicator final : public comm::Communicator {
     return out;
   }
   void barrier(const comm::CollectiveOptions& options) override { inner_.barrier(withTimeout(options)); }
+  // Point-to-point (a grow's replica from several senders): the bytes this member sends or takes.
+  bool pointToPoint() const override { return inner_.pointToPoint(); }
+  std::unique_ptr<comm::PendingCollective> startSend(const at::Tensor& tensor, int peer, int tag,
+                                                     const comm::CollectiveOptions& options) override {
+    return started(TrafficBytes{bytesOf(tensor), 0},
+                   [&] { return inner_.startSend(tensor, peer, tag, withTimeout(options)); });
+  }
+  std::unique_ptr<comm::PendingCollective> startReceive(at::Tensor& tensor, int peer, int tag,
+                                                        const comm::CollectiveOptions& options) override {
+    return started(TrafficBytes{0, bytesOf(tensor)},
+                   [&] { return inner_.startReceive(tensor, peer, tag, withTimeout(options)); });
+  }
   std::unique_ptr<comm::Communicator> split(int color, int key, const comm::CollectiveOptions& options) override {
     auto part = inner_.split(color, key, withTimeout(options));
     if (!part) return nullptr;

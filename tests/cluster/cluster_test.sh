@@ -324,13 +324,13 @@ recover_from() {
     return
   fi
   if [[ $how == one-killed ]]; then
-    check_record "$how ($mode): in place, rank 2 or 3 lost, 3 processes after, 0 steps recomputed" \
+    check_record "$how ($mode): in place, rank 2 or 3 lost (no host), 3 processes after, 0 steps recomputed" \
       "$(grep -m1 '"type":"failure"' "$out/metrics.jsonl")" \
-      'f.get("mode") == "in-place" and f.get("lost_ranks") in ([2], [3]) and f.get("processes_after") == 3 and f.get("steps_recomputed") == 0'
+      'f.get("mode") == "in-place" and f.get("lost_ranks") in ([2], [3]) and f.get("lost_hosts") == [] and f.get("processes_after") == 3 and f.get("steps_recomputed") == 0'
   else
-    check_record "$how ($mode): in place, ranks 2,3 lost, 2 processes after, 0 steps recomputed" \
+    check_record "$how ($mode): in place, host h2 and ranks 2,3 lost, 2 processes after, 0 steps recomputed" \
       "$(grep -m1 '"type":"failure"' "$out/metrics.jsonl")" \
-      'f.get("mode") == "in-place" and sorted(f.get("lost_ranks", [])) == [2, 3] and f.get("processes_after") == 2 and f.get("steps_recomputed") == 0'
+      'f.get("mode") == "in-place" and f.get("lost_hosts") == ["h2"] and sorted(f.get("lost_ranks", [])) == [2, 3] and f.get("processes_after") == 2 and f.get("steps_recomputed") == 0'
   fi
   expect_eq "$how ($mode): no restart" "$(grep -c '^tl-run: restart' "$out.log")" 0
   expect_eq "$how ($mode): nothing left in recovery/candidates" "$(ls "$out/recovery/candidates" 2>/dev/null | wc -l)" 0
@@ -345,8 +345,11 @@ PY
 )
   read -r detect toStep agree firstStep <<<"$times"
   echo "$how ($mode): detection ${detect} s after the event; detection -> first step ${toStep} s (agreement ${agree} s, first step ${firstStep} s)"
-  local bound=0.5
-  [[ $how == unplugged ]] && bound=1.6  # the heartbeat deadline (1.0 s) and the settling (0.2 s)
+  # The target for a kill is 0.5 s (measured 0.1-0.35 s); a loaded machine gets room up to 1 s.
+  # A pulled link is found after the heartbeat deadline (1.0 s) and the settling (0.2 s); under
+  # the 4 s hang timeout, only the heartbeats can have found it.
+  local bound=1.0
+  [[ $how == unplugged ]] && bound=3.5
   if python3 -c "import sys; sys.exit(0 if 0 <= $detect <= $bound else 1)"; then
     pass "$how ($mode): detected within $bound s ($detect s)"
   else

@@ -37,7 +37,7 @@ for dir in "${!floor[@]}"; do
 done
 # Below launcher/, only these environment variables are read (docs/design/layers.md says why each
 # is not part of a job's definition); a new one must be added there and here.
-allowed_env='TL_RESCALE_STEP_TIMES|TL_JOIN_WARMUP|OMPI_MCA_rmaps_base_oversubscribe|TL_RING_ENCODING|TL_TEST_UPDATE_DELAY_MS'
+allowed_env='TL_RESCALE_STEP_TIMES|TL_JOIN_WARMUP|OMPI_MCA_rmaps_base_oversubscribe|TL_RING_ENCODING|TL_TEST_UPDATE_DELAY_MS|TL_REPLICA_SENDERS|TL_TEST_AGREEMENT_DELAY_MS|TL_HEARTBEAT_DEADLINE|TL_HEARTBEAT_ADDRESS'
 env=$(grep -rnE 'getenv\(' --include='*.h' --include='*.cpp' --include='*.cu' \
         common dataload coordinator control runtime est elastic | grep -vE "getenv\(\"($allowed_env)\"\)")
 if [ -n "$env" ]; then

@@ -78,6 +78,17 @@ class Probe final : public comm::Communicator {
     return t;
   }
   void barrier(const comm::CollectiveOptions&) override { note("barrier"); }
+  bool pointToPoint() const override { return note("pointToPoint"), true; }
+  std::unique_ptr<comm::PendingCollective> startSend(const at::Tensor&, int, int,
+                                                     const comm::CollectiveOptions&) override {
+    note("startSend");
+    return std::make_unique<Done>();
+  }
+  std::unique_ptr<comm::PendingCollective> startReceive(at::Tensor&, int, int,
+                                                        const comm::CollectiveOptions&) override {
+    note("startReceive");
+    return std::make_unique<Done>();
+  }
   std::unique_ptr<comm::Communicator> split(int, int, const comm::CollectiveOptions&) override {
     note("split");
     return nullptr;
@@ -114,6 +125,15 @@ TEST(CountingCommunicator, ForwardsEveryVirtualOfTheInterface) {
   (void)wrapper->allgather(t);
   wrapper->barrier();
   EXPECT_EQ(wrapper->split(0, 0), nullptr);
+  EXPECT_TRUE(wrapper->pointToPoint());
+  // Point-to-point bytes are logged once complete: 16 sent, then 16 received by this member.
+  const int64_t sent = log.sentTotal(), received = log.receivedTotal();
+  wrapper->startSend(t, 1, 0)->wait();
+  EXPECT_EQ(log.sentTotal() - sent, 16);
+  EXPECT_EQ(log.receivedTotal() - received, 0);
+  wrapper->startReceive(t, 1, 0)->wait();
+  EXPECT_EQ(log.sentTotal() - sent, 16);
+  EXPECT_EQ(log.receivedTotal() - received, 16);
   for (const std::string& name : communicator) EXPECT_TRUE(probe.called.count(name)) << "Communicator::" << name << " not forwarded";
   for (const std::string& name : pending) EXPECT_TRUE(probe.called.count(name)) << "PendingCollective::" << name << " not forwarded";
 }
