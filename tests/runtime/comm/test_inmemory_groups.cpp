@@ -123,7 +123,9 @@ TEST(InMemoryFailures, MemberThatNeverArrivesTimesOutTheOthers) {
       messages[comm->rank()] = e.what();
     }
     const auto waited = Clock::now() - start;
-    EXPECT_GE(waited, timeout);
+    // The first of the two to reach the call fails the group at its deadline; the other reached
+    // it a little later (0.2 ms once on a loaded machine), so it may have waited that much less.
+    EXPECT_GE(waited, timeout - std::chrono::milliseconds(50));
     EXPECT_LT(waited, timeout + std::chrono::seconds(3));
 
     const auto stickyStart = Clock::now();
