@@ -277,6 +277,15 @@ case_recovery() {
   "$NSC" link-up h2
 }
 
+# wider_loss_note (inside recover_from): when more than h2's ranks were lost, print the record and
+# what Open MPI said on the way (once in several runs a rank of h1 ends too when all of h2 is
+# killed; Open MPI's TCP transport reports the peer's disconnection on h1 first).
+wider_loss_note() {
+  grep -m1 '"type":"failure"' "$out/metrics.jsonl" | grep -q '"lost_ranks":\[2,3\]' && return
+  echo "NOTE $how ($mode): more than h2's ranks were lost: $(grep -m1 '"type":"failure"' "$out/metrics.jsonl")"
+  grep -E -i -A3 'signal|abort|disconnected|readv|writev|could not write' "$out.log" | grep -v '\[tl\] step' | head -40
+}
+
 # recover_from OUT HOW MODE: a tl-run job on h1:2,h2:2,h3:2 (4 processes: h1 and h2) loses h2
 # after step 10, HOW = killed (every process of h2, its Open MPI daemon included, SIGKILLed),
 # one-killed (one rank of h2 only) or unplugged (its link down). MODE in-place: the two ranks of h1 go on in their processes (ranks
@@ -316,9 +325,12 @@ recover_from() {
   expect_eq "$how ($mode): tl-run finished the job after losing h2" "$rc" 0
   expect_eq "$how ($mode): a lost host does not change the bits" "$(sha "$out")" "$ref"
   if [[ $mode == restart ]]; then
+    # A rank of h1 may be ended before it leaves its copy (see wider_loss_note): it is then
+    # counted lost too; one copy is enough for the restart and the bits.
     check_record "$how ($mode): the failure record names host h2 and ranks 2,3; 4 processes after it" \
       "$(grep -m1 '"type":"failure"' "$out/metrics.jsonl")" \
-      'f.get("lost_hosts") == ["h2"] and sorted(f.get("lost_ranks", [])) == [2, 3] and f.get("processes_after") == 4'
+      'f.get("lost_hosts") == ["h2"] and {2, 3} <= set(f.get("lost_ranks", [])) and f.get("processes_after") == 4'
+    wider_loss_note
     expect_eq "$how ($mode): tl-run restarted once, on 4 processes" \
       "$(grep -c '^tl-run: restart 1 of at most 2: 4 processes' "$out.log")" 1
     return
@@ -335,8 +347,7 @@ recover_from() {
     check_record "$how ($mode): in place, host h2 and ranks 2,3 lost, 0 steps recomputed" \
       "$(grep -m1 '"type":"failure"' "$out/metrics.jsonl")" \
       'f.get("mode") == "in-place" and "h2" in f.get("lost_hosts", []) and {2, 3} <= set(f.get("lost_ranks", [])) and f.get("processes_after") == 4 - len(f.get("lost_ranks", [])) and f.get("steps_recomputed") == 0'
-    grep -m1 '"type":"failure"' "$out/metrics.jsonl" | grep -q '"lost_ranks":\[2,3\]' ||
-      echo "NOTE $how ($mode): more than h2's ranks were lost: $(grep -m1 '"type":"failure"' "$out/metrics.jsonl")"
+    wider_loss_note
   fi
   expect_eq "$how ($mode): no restart" "$(grep -c '^tl-run: restart' "$out.log")" 0
   expect_eq "$how ($mode): nothing left in recovery/candidates" "$(ls "$out/recovery/candidates" 2>/dev/null | wc -l)" 0
