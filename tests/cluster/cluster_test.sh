@@ -283,7 +283,7 @@ case_recovery() {
 wider_loss_note() {
   grep -m1 '"type":"failure"' "$out/metrics.jsonl" | grep -q '"lost_ranks":\[2,3\]' && return
   echo "NOTE $how ($mode): more than h2's ranks were lost: $(grep -m1 '"type":"failure"' "$out/metrics.jsonl")"
-  grep -E -i -A3 'signal|abort|disconnected|readv|writev|could not write' "$out.log" | grep -v '\[tl\] step' | head -40
+  grep -E -i -A3 'signal|abort|FATAL|disconnected|unable to connect|readv|writev|could not write' "$out.log" | grep -v '\[tl\] step' | head -40
 }
 
 # recover_from OUT HOW MODE: a tl-run job on h1:2,h2:2,h3:2 (4 processes: h1 and h2) loses h2
