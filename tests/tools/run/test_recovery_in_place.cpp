@@ -17,16 +17,14 @@ using namespace tl::testing::in_place;
 // survivors finish the update, go on in place at that boundary, and nothing is written to disk.
 TEST_F(InPlaceRecovery, KillInsideTheUpdateGoesOnInPlace) {
   const std::string out = freshDir("recovery_in_place_update");
-  tl::testing::CommandResult result;
-  std::thread job([&] {
-    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=1500 " + tlRun(3, out), 300, freshDir("recovery_in_place_update_cmd"));
-  });
+  JobThread job("env TL_TEST_UPDATE_DELAY_MS=1500 " + tlRun(3, out), 300,
+                "recovery_in_place_update_cmd");
   const auto [killedAfter, killedAt] = killNonLead(out, 3, 700);
   // The next step after the one the update in flight completes.
   double nextStepAt = 0;
   waitUntil([&] { return lastStep(out) >= killedAfter + 2; }, 60);
   nextStepAt = tl::unixNow();
-  job.join();
+  const tl::testing::CommandResult& result = job.join();
   ASSERT_EQ(result.exitCode, 0) << result.err;
   EXPECT_EQ(result.err.find("restart"), std::string::npos) << result.err;
   const json summary = json::parse(slurp(out + "/summary.json"));
@@ -39,7 +37,8 @@ TEST_F(InPlaceRecovery, KillInsideTheUpdateGoesOnInPlace) {
   ASSERT_EQ(recoveries.size(), 1u);
   EXPECT_EQ(failures[0]["mode"], "in-place") << failures[0].dump();
   EXPECT_EQ(recoveries[0]["mode"], "in-place") << recoveries[0].dump();
-  EXPECT_EQ(failures[0]["boundary_step"], killedAfter + 1) << "the update in flight was finished and kept";
+  EXPECT_EQ(failures[0]["boundary_step"], killedAfter + 1)
+      << "the update in flight was finished and kept";
   EXPECT_EQ(failures[0]["steps_recomputed"], 0);
   EXPECT_EQ(failures[0]["processes_after"], 2);
   expectEveryStepOnce(out);
@@ -51,8 +50,8 @@ TEST_F(InPlaceRecovery, KillInsideTheUpdateGoesOnInPlace) {
   const double detection = recoveries[0]["detected_at"].get<double>() - killedAt;
   std::cout << "kill -> detected " << detection << " s, agreement " << recoveries[0]["agreement_s"]
             << " s, first step after it " << recoveries[0]["first_step_s"] << " s; kill -> step "
-            << killedAfter + 2 << " logged " << nextStepAt - killedAt << " s (the update in flight holds 1.5 s)"
-            << std::endl;
+            << killedAfter + 2 << " logged " << nextStepAt - killedAt
+            << " s (the update in flight holds 1.5 s)" << std::endl;
   EXPECT_LT(detection, 0.5) << "the survivors knew of the loss within 0.5 s";
 }
 
@@ -63,13 +62,13 @@ TEST_F(InPlaceRecovery, KillAtARandomMomentGoesOnInPlace) {
   const int delayMs = std::uniform_int_distribution<int>(0, 300)(rng);
   std::cout << "kill " << delayMs << " ms after step 4 was logged" << std::endl;
   const std::string out = freshDir("recovery_in_place_random");
-  tl::testing::CommandResult result;
-  std::thread job([&] { result = runCommand(tlRun(3, out), 300, freshDir("recovery_in_place_random_cmd")); });
+  JobThread job(tlRun(3, out), 300, "recovery_in_place_random_cmd");
   const auto [killedAfter, killedAt] = killNonLead(out, 4, delayMs);
   double nextStepAt = 0;
-  waitUntil([&] { return lastStep(out) >= killedAfter + 1 && !records(out, "recovery").empty(); }, 60);
+  waitUntil([&] { return lastStep(out) >= killedAfter + 1 && !records(out, "recovery").empty(); },
+            60);
   nextStepAt = tl::unixNow();
-  job.join();
+  const tl::testing::CommandResult& result = job.join();
   ASSERT_EQ(result.exitCode, 0) << result.err;
   const json summary = json::parse(slurp(out + "/summary.json"));
   EXPECT_EQ(summary["params_sha256"], reference());
@@ -83,12 +82,10 @@ TEST_F(InPlaceRecovery, KillAtARandomMomentGoesOnInPlace) {
 // Two ranks of four killed at once: one agreement covers both, the two survivors go on in place.
 TEST_F(InPlaceRecovery, TwoRanksKilledAtOnceGoOnInPlace) {
   const std::string out = freshDir("recovery_in_place_two");
-  tl::testing::CommandResult result;
-  std::thread job([&] {
-    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=300 " + tlRun(4, out), 300, freshDir("recovery_in_place_two_cmd"));
-  });
+  JobThread job("env TL_TEST_UPDATE_DELAY_MS=300 " + tlRun(4, out), 300,
+                "recovery_in_place_two_cmd");
   killNonLead(out, 3, 100, 4, 2);
-  job.join();
+  const tl::testing::CommandResult& result = job.join();
   ASSERT_EQ(result.exitCode, 0) << result.err;
   const json summary = json::parse(slurp(out + "/summary.json"));
   EXPECT_EQ(summary["params_sha256"], reference());
@@ -106,19 +103,16 @@ TEST_F(InPlaceRecovery, TwoRanksKilledAtOnceGoOnInPlace) {
 // one, and the two original processes go on in place with the same bits.
 TEST_F(InPlaceRecovery, GrownJobLosesItsNewProcessInPlace) {
   const std::string out = freshDir("recovery_in_place_grown");
-  tl::testing::CommandResult result;
-  std::thread job([&] {
-    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=1500 " + tlRun(2, out, " --grow-back off"), 300,
-                        freshDir("recovery_in_place_grown_cmd"));
-  });
-  EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= 2 && rankProcesses(out).size() == 2u; }, 120));
+  JobThread job("env TL_TEST_UPDATE_DELAY_MS=1500 " + tlRun(2, out, " --grow-back off"), 300,
+                "recovery_in_place_grown_cmd");
+  EXPECT_TRUE(waitForRanks(out, 2, 2));
   rescaleTo(out, 3);
   const std::vector<pid_t> pids = pidsByRank(out);
   ASSERT_EQ(pids.size(), 3u);
   const int64_t grownAt = lastStep(out);
   ::kill(pids[2], SIGKILL);
   std::cout << "grown to 3 processes, the started one killed after step " << grownAt << std::endl;
-  job.join();
+  const tl::testing::CommandResult& result = job.join();
   expectOneInPlaceRecovery(result, out, reference(), 2);
   EXPECT_EQ(json::parse(slurp(out + "/summary.json"))["inplace_rescales"], 1);
 }
@@ -128,12 +122,9 @@ TEST_F(InPlaceRecovery, GrownJobLosesItsNewProcessInPlace) {
 // and tl-run with it.
 TEST_F(InPlaceRecovery, ShrunkJobLosesARankAndEveryProcessEnds) {
   const std::string out = freshDir("recovery_in_place_shrunk");
-  tl::testing::CommandResult result;
-  std::thread job([&] {
-    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=700 " + tlRun(3, out, " --grow-back off"), 150,
-                        freshDir("recovery_in_place_shrunk_cmd"));
-  });
-  EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= 2 && rankProcesses(out).size() == 3u; }, 120));
+  JobThread job("env TL_TEST_UPDATE_DELAY_MS=700 " + tlRun(3, out, " --grow-back off"), 150,
+                "recovery_in_place_shrunk_cmd");
+  EXPECT_TRUE(waitForRanks(out, 2, 3));
   const std::vector<pid_t> before = pidsByRank(out);
   ASSERT_EQ(before.size(), 3u);
   rescaleTo(out, 2);  // rank 2 leaves
@@ -141,7 +132,7 @@ TEST_F(InPlaceRecovery, ShrunkJobLosesARankAndEveryProcessEnds) {
   ASSERT_EQ(after.size(), 2u);
   EXPECT_TRUE(running(before[2])) << "the process that left waits for the job's end";
   ::kill(after[1], SIGKILL);
-  job.join();
+  const tl::testing::CommandResult& result = job.join();
   EXPECT_FALSE(running(before[2])) << "the process that left ended with the job";
   expectOneInPlaceRecovery(result, out, reference(), 1);
 }
@@ -151,17 +142,14 @@ TEST_F(InPlaceRecovery, ShrunkJobLosesARankAndEveryProcessEnds) {
 // SIGKILL and go on in place, as after a kill, with the same bits.
 TEST_F(InPlaceRecovery, StoppedRankIsEndedAndTheOthersGoOnInPlace) {
   const std::string out = freshDir("recovery_in_place_stopped");
-  tl::testing::CommandResult result;
-  std::thread job([&] {
-    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=300 " + tlRun(3, out, "", 5), 200,
-                        freshDir("recovery_in_place_stopped_cmd"));
-  });
-  EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= 3 && rankProcesses(out).size() == 3u; }, 120));
+  JobThread job("env TL_TEST_UPDATE_DELAY_MS=300 " + tlRun(3, out, "", 5), 200,
+                "recovery_in_place_stopped_cmd");
+  EXPECT_TRUE(waitForRanks(out, 3, 3));
   const std::vector<pid_t> pids = pidsByRank(out);
   ASSERT_EQ(pids.size(), 3u);
   ::kill(pids[1], SIGSTOP);
   const double stoppedAt = tl::unixNow();
-  job.join();
+  const tl::testing::CommandResult& result = job.join();
   EXPECT_FALSE(running(pids[1])) << "the stopped rank was ended";
   const json failure = expectOneInPlaceRecovery(result, out, reference(), 2);
   EXPECT_EQ(failure["detected_by"], "hang-timeout") << failure.dump();
@@ -169,19 +157,17 @@ TEST_F(InPlaceRecovery, StoppedRankIsEndedAndTheOthersGoOnInPlace) {
   const auto recoveries = records(out, "recovery");
   ASSERT_EQ(recoveries.size(), 1u);
   ASSERT_TRUE(recoveries[0].contains("detected_at")) << recoveries[0].dump();
-  std::cout << "SIGSTOP -> detected (hang timeout 5 s) " << recoveries[0]["detected_at"].get<double>() - stoppedAt
-            << " s" << std::endl;
+  std::cout << "SIGSTOP -> detected (hang timeout 5 s) "
+            << recoveries[0]["detected_at"].get<double>() - stoppedAt << " s" << std::endl;
 }
 
 // After an in-place recovery tl-run grows the job back to --np in place (over its control
 // channel), and a second loss after the grow-back is survived in place too; the same bits.
 TEST_F(InPlaceRecovery, GrowsBackThenSurvivesASecondLoss) {
   const std::string out = freshDir("recovery_in_place_grow_back");
-  tl::testing::CommandResult result;
-  std::thread job([&] {
-    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=2000 " + tlRun(3, out), 300, freshDir("recovery_in_place_grow_back_cmd"));
-  });
-  EXPECT_TRUE(waitUntil([&] { return lastStep(out) >= 2 && rankProcesses(out).size() == 3u; }, 120));
+  JobThread job("env TL_TEST_UPDATE_DELAY_MS=2000 " + tlRun(3, out), 300,
+                "recovery_in_place_grow_back_cmd");
+  EXPECT_TRUE(waitForRanks(out, 2, 3));
   std::vector<pid_t> pids = pidsByRank(out);
   ASSERT_EQ(pids.size(), 3u);
   ::kill(pids[2], SIGKILL);
@@ -193,10 +179,11 @@ TEST_F(InPlaceRecovery, GrowsBackThenSurvivesASecondLoss) {
     EXPECT_EQ(pids.size(), 3u);
     if (pids.size() == 3u) ::kill(pids[1], SIGKILL);  // a second loss, of an original process
   }
-  job.join();
+  const tl::testing::CommandResult& result = job.join();
   ASSERT_EQ(result.exitCode, 0) << result.err;
-  EXPECT_NE(result.err.find("tl-run: growing back to 3 processes in place: rescaled from 2 processes"),
-            std::string::npos)
+  EXPECT_NE(
+      result.err.find("tl-run: growing back to 3 processes in place: rescaled from 2 processes"),
+      std::string::npos)
       << result.err;
   const json summary = json::parse(slurp(out + "/summary.json"));
   EXPECT_EQ(summary["params_sha256"], reference());

@@ -54,11 +54,9 @@ std::vector<pid_t> startedProcesses(const std::vector<pid_t>& ranks) {
 // with every step logged once.
 TEST_F(InPlaceRecovery, LeadLostGoesOnInPlace) {
   const std::string out = freshDir("recovery_in_place_lead");
-  tl::testing::CommandResult result;
-  std::thread job([&] {
-    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=2000 " + tlRun(3, out), 300, freshDir("recovery_in_place_lead_cmd"));
-  });
-  ASSERT_TRUE(waitUntil([&] { return lastStep(out) >= 2 && rankProcesses(out).size() == 3u; }, 120));
+  JobThread job("env TL_TEST_UPDATE_DELAY_MS=2000 " + tlRun(3, out), 300,
+                "recovery_in_place_lead_cmd");
+  ASSERT_TRUE(waitForRanks(out, 2, 3));
   const std::vector<pid_t> before = pidsByRank(out);
   ASSERT_EQ(before.size(), 3u);
   const pid_t lead = leadProcess(out);
@@ -74,7 +72,8 @@ TEST_F(InPlaceRecovery, LeadLostGoesOnInPlace) {
   // the same key file through the republished control.json.
   EXPECT_TRUE(waitUntil([&] { return !records(out, "recovery").empty(); }, 60));
   const double recoveredAt = tl::unixNow();
-  EXPECT_TRUE(waitUntil([&] { return leadProcess(out) == before[1]; }, 10)) << "metrics.jsonl held by " << leadProcess(out);
+  EXPECT_TRUE(waitUntil([&] { return leadProcess(out) == before[1]; }, 10))
+      << "metrics.jsonl held by " << leadProcess(out);
   EXPECT_TRUE(waitUntil([&] { return controlPid(out) == int64_t(before[1]); }, 10));
   const std::vector<pid_t> survivors = pidsByRank(out);
   ASSERT_FALSE(survivors.empty());
@@ -82,20 +81,22 @@ TEST_F(InPlaceRecovery, LeadLostGoesOnInPlace) {
 
   // tl-run grows the job back to 3 processes through the new lead.
   EXPECT_TRUE(waitUntil([&] { return !records(out, "rescale").empty(); }, 120)) << "no grow-back";
-  job.join();
+  const tl::testing::CommandResult& result = job.join();
   const json failure = expectOneInPlaceRecovery(result, out, reference(), 2);
   EXPECT_EQ(failure["lost_ranks"], json::array({0})) << failure.dump();
-  EXPECT_NE(result.err.find("tl-run: growing back to 3 processes in place: rescaled from 2 processes"),
-            std::string::npos)
+  EXPECT_NE(
+      result.err.find("tl-run: growing back to 3 processes in place: rescaled from 2 processes"),
+      std::string::npos)
       << result.err;
   const json summary = json::parse(slurp(out + "/summary.json"));
   EXPECT_EQ(summary["processes"], 3) << "summary.json written by the new lead after the grow-back";
   EXPECT_EQ(summary["recovery"]["recoveries"], 1);
   const auto recoveries = records(out, "recovery");
   ASSERT_EQ(recoveries.size(), 1u);
-  std::cout << "kill -> detected " << recoveries[0]["detected_at"].get<double>() - killedAt << " s, agreement "
-            << recoveries[0]["agreement_s"] << " s, first step after it " << recoveries[0]["first_step_s"]
-            << " s; kill -> recovery record seen " << recoveredAt - killedAt << " s" << std::endl;
+  std::cout << "kill -> detected " << recoveries[0]["detected_at"].get<double>() - killedAt
+            << " s, agreement " << recoveries[0]["agreement_s"] << " s, first step after it "
+            << recoveries[0]["first_step_s"] << " s; kill -> recovery record seen "
+            << recoveredAt - killedAt << " s" << std::endl;
 }
 
 // A rank killed while the job grows in place (tl-ctl rescale 3 -> 4: the new process is being
@@ -103,18 +104,15 @@ TEST_F(InPlaceRecovery, LeadLostGoesOnInPlace) {
 // go on in place with the same bits.
 TEST_F(InPlaceRecovery, LossDuringAGrowGoesOnInPlace) {
   const std::string out = freshDir("recovery_in_place_during_grow");
-  tl::testing::CommandResult result;
-  std::thread job([&] {
-    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=1500 " + tlRun(3, out, " --grow-back off"), 300,
-                        freshDir("recovery_in_place_during_grow_cmd"));
-  });
-  ASSERT_TRUE(waitUntil([&] { return lastStep(out) >= 2 && rankProcesses(out).size() == 3u; }, 120));
+  JobThread job("env TL_TEST_UPDATE_DELAY_MS=1500 " + tlRun(3, out, " --grow-back off"), 300,
+                "recovery_in_place_during_grow_cmd");
+  ASSERT_TRUE(waitForRanks(out, 2, 3));
   const std::vector<pid_t> pids = pidsByRank(out);
   ASSERT_EQ(pids.size(), 3u);
   tl::testing::CommandResult grow;
   std::thread rescale([&] {
-    grow = runCommand(std::string(TL_CTL_BIN) + " rescale " + out + " --processes 4 --timeout 200", 220,
-                      freshDir("recovery_in_place_during_grow_rescale"));
+    grow = runCommand(std::string(TL_CTL_BIN) + " rescale " + out + " --processes 4 --timeout 200",
+                      220, freshDir("recovery_in_place_during_grow_rescale"));
   });
   // The started process exists; it joins at the first boundary after its start-up (1.5 s or
   // more), and the kill comes before.
@@ -123,15 +121,18 @@ TEST_F(InPlaceRecovery, LossDuringAGrowGoesOnInPlace) {
       << "the grow's process never appeared";
   const int64_t killedAfter = lastStep(out);
   ::kill(pids[2], SIGKILL);
-  std::cout << "SIGKILL to rank 2 after step " << killedAfter << " while the grow's process starts" << std::endl;
+  std::cout << "SIGKILL to rank 2 after step " << killedAfter << " while the grow's process starts"
+            << std::endl;
   rescale.join();
-  job.join();
+  const tl::testing::CommandResult& result = job.join();
   EXPECT_NE(grow.exitCode, 0) << grow.out << grow.err;
-  EXPECT_NE((grow.out + grow.err).find("members of the job were lost"), std::string::npos) << grow.out << grow.err;
+  EXPECT_NE((grow.out + grow.err).find("members of the job were lost"), std::string::npos)
+      << grow.out << grow.err;
   expectOneInPlaceRecovery(result, out, reference(), 2);
   EXPECT_EQ(json::parse(slurp(out + "/summary.json"))["inplace_rescales"], 0);
   EXPECT_TRUE(rankProcesses(out).empty()) << "a rank of the job outlived it";
-  for (pid_t p : started) EXPECT_FALSE(running(p)) << "the grow's process " << p << " outlived the job";
+  for (pid_t p : started)
+    EXPECT_FALSE(running(p)) << "the grow's process " << p << " outlived the job";
 }
 
 // Rank 3 of 4 killed, then rank 2 while the survivors agree (TL_TEST_AGREEMENT_DELAY_MS holds the
@@ -139,20 +140,20 @@ TEST_F(InPlaceRecovery, LossDuringAGrowGoesOnInPlace) {
 // tl-run says why and restarts the job from them, which ends on the same bits, nothing lost.
 TEST_F(InPlaceRecovery, LossDuringTheAgreementFallsBackToARestart) {
   const std::string out = freshDir("recovery_in_place_agreement");
-  tl::testing::CommandResult result;
-  std::thread job([&] {
-    result = runCommand("env TL_TEST_UPDATE_DELAY_MS=300 TL_TEST_AGREEMENT_DELAY_MS=3000 " + tlRun(4, out, " --grow-back off"),
-                        300, freshDir("recovery_in_place_agreement_cmd"));
-  });
-  ASSERT_TRUE(waitUntil([&] { return lastStep(out) >= 3 && rankProcesses(out).size() == 4u; }, 120));
+  JobThread job("env TL_TEST_UPDATE_DELAY_MS=300 TL_TEST_AGREEMENT_DELAY_MS=3000 " +
+                    tlRun(4, out, " --grow-back off"),
+                300, "recovery_in_place_agreement_cmd");
+  ASSERT_TRUE(waitForRanks(out, 3, 4));
   const std::vector<pid_t> pids = pidsByRank(out);
   ASSERT_EQ(pids.size(), 4u);
   ::kill(pids[3], SIGKILL);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // past the 0.2 s that gathers losses
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(1200));  // past the 0.2 s that gathers losses
   ::kill(pids[2], SIGKILL);
-  job.join();
+  const tl::testing::CommandResult& result = job.join();
   ASSERT_EQ(result.exitCode, 0) << result.err;
-  EXPECT_NE(result.err.find("tl-run: the survivors could not go on in place ("), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("tl-run: the survivors could not go on in place ("), std::string::npos)
+      << result.err;
   const json summary = json::parse(slurp(out + "/summary.json"));
   EXPECT_EQ(summary["params_sha256"], reference());
   const auto failures = records(out, "failure");
