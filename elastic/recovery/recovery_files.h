@@ -58,6 +58,9 @@ struct RecoveryPaths {
   std::string history() const { return dir + "/history.json"; }
   std::string keptState(int launch) const { return dir + "/state-" + std::to_string(launch); }
   std::string exitStatuses() const { return dir + "/exit-statuses"; }
+  // Copies left by processes whose host found itself cut off from the job (held/candidates/):
+  // tl-run restarts from them only when the other side ended too without a copy.
+  RecoveryPaths held() const { return {dir + "/held"}; }
 };
 
 struct Member {

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <thread>
 
 #include "common/check.h"
 #include "common/clock.h"
@@ -46,9 +48,11 @@ void onProcessLoss() {
   [[maybe_unused]] ssize_t n = ::write(gWakePipe[1], &byte, 1);
 }
 
-// The exit status of a process whose host was cut off from the job (no copy written: the job
-// goes on on the other side).
+// The exit status of a process whose host was cut off from the job (its copy is a held one:
+// the job goes on on the other side, if that side lives).
 constexpr int kExitCutOff = 76;
+// How long such a process may take to write its held copy before it ends without one.
+constexpr int kCutOffCopySeconds = 20;
 // Members found silent within this of the first are weighed together (a host cut off).
 constexpr double kSilenceSettleSeconds = 0.2;
 
@@ -223,15 +227,14 @@ std::vector<elastic::Member> RecoveryGuard::pollHeartbeats(const std::vector<ela
   const bool leadSilent =
       std::any_of(silent_.begin(), silent_.end(), [](const elastic::Member& m) { return m.rank == 0; });
   if (2 * heard < counted || (2 * heard == counted && leadSilent)) {
-    std::fprintf(stderr,
-                 "tl-launch: rank %d (%s): nothing heard for %.1f s from rank(s) %s on other hosts, which leaves "
-                 "this side %zu of %zu members%s: this host is cut off from the job, which goes on there; ending "
-                 "without a copy\n",
-                 rank_.load(), host_.c_str(), heartbeat::deadlineSeconds(), ranksOf(silent_).c_str(), heard, counted,
-                 leadSilent ? " without the lead" : "");
-    std::fflush(stderr);
-    spdlog::default_logger()->flush();
-    ::_exit(kExitCutOff);
+    char why[512];
+    std::snprintf(why, sizeof why,
+                  "nothing heard for %.1f s from rank(s) %s on other hosts, which leaves this side "
+                  "%zu of %zu "
+                  "members%s",
+                  heartbeat::deadlineSeconds(), ranksOf(silent_).c_str(), heard, counted,
+                  leadSilent ? " without the lead" : "");
+    endCutOff(why, silent_);
   }
   spdlog::warn("nothing heard for {:.1f} s from rank(s) {} on other hosts: counted lost", heartbeat::deadlineSeconds(),
                ranksOf(silent_));
@@ -424,7 +427,7 @@ nlohmann::json RecoveryGuard::counts() const {
   return c;
 }
 
-void RecoveryGuard::writeCandidate(const Loss& loss) {
+void RecoveryGuard::writeCandidate(const elastic::RecoveryPaths& where, const Loss& loss) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (written_ || !executor_ || current_.empty()) return;
   written_ = true;
@@ -447,15 +450,44 @@ void RecoveryGuard::writeCandidate(const Loss& loss) {
     ck.state = executor_->stateAt(current_);  // the copy of the replica is made only now
     ck.data = data_;
     // The checkpoint first (atomic), then the info that says it is complete.
-    elastic::writeJobCheckpoint(paths_.candidateDir(info.rank), ck);
+    elastic::writeJobCheckpoint(where.candidateDir(info.rank), ck);
     info.writtenAt = unixNow();
-    elastic::writeCandidateInfo(paths_, info);
+    elastic::writeCandidateInfo(where, info);
     std::fprintf(stderr, "tl-launch: rank %d (%s): %s; wrote the job at step %lld to %s\n",
                  info.rank, host_.c_str(), loss.reason.c_str(), (long long)current_.stepsDone,
-                 paths_.candidateDir(info.rank).c_str());
+                 where.candidateDir(info.rank).c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tl-launch: rank %d: could not write its copy of the job: %s\n", info.rank, e.what());
   }
+}
+
+void RecoveryGuard::endCutOff(const std::string& why, const std::vector<elastic::Member>& silent) {
+  std::fprintf(stderr,
+               "tl-launch: rank %d (%s): %s: this host is cut off from the job, which goes on "
+               "there; leaving a held "
+               "copy (used only if that side ends too) and ending\n",
+               rank_.load(), host_.c_str(), why.c_str());
+  std::fflush(stderr);
+  spdlog::default_logger()->flush();
+  std::vector<int> missing;
+  for (const elastic::Member& m : silent) missing.push_back(m.rank);
+  // On a real cluster a host cut off may have lost the shared folder too: the copy gets a
+  // bounded time, then this process ends all the same (the writer thread dies with it).
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread([this, done, missing, why] {
+    writeCandidate(paths_.held(), {"this host was cut off from the job: " + why, false, missing});
+    done->store(true);
+  }).detach();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kCutOffCopySeconds);
+  while (!done->load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!done->load())
+    std::fprintf(
+        stderr,
+        "tl-launch: rank %d (%s): the held copy was not written within %d s; ending without it\n",
+        rank_.load(), host_.c_str(), kCutOffCopySeconds);
+  std::fflush(stderr);
+  ::_exit(kExitCutOff);
 }
 
 void RecoveryGuard::watchTermination() {

@@ -61,7 +61,7 @@ class RecoveryGuard final : public est::StepObserver {
     bool timedOut = false;          // a collective timed out (a hung or lost member)
     std::vector<int> missingRanks;  // the ranks it named as not joining
   };
-  void writeCandidate(const Loss& loss);
+  void writeCandidate(const Loss& loss) { writeCandidate(paths_, loss); }
 
   // Lead: the failures tl-run saw, as `failure`/`recovery` metrics records at the first completed
   // step after a resume, and counts for summary.json and status.
@@ -90,7 +90,8 @@ class RecoveryGuard final : public est::StepObserver {
   // comm::MembersLost, without waiting for a timeout. Members on other hosts found silent
   // together are counted after 0.2 s; when they leave this process's side without a quorum
   // (half the members or fewer still heard, and not the lead's half), this host is cut off
-  // from a job that goes on elsewhere: the process says so and ends, without a copy.
+  // from a job that goes on elsewhere: the process leaves a held copy (RecoveryPaths::held(),
+  // for tl-run to restart from should the other side have ended too), says so and ends.
   void watchMembers();
   struct Losses {
     std::vector<int> ranks;  // as of the member table (sorted)
@@ -119,6 +120,10 @@ class RecoveryGuard final : public est::StepObserver {
 
  private:
   void recordRecovery(int64_t stepsDone);
+  void writeCandidate(const elastic::RecoveryPaths& where, const Loss& loss);
+  // This host is cut off (pollHeartbeats): a held copy, written within a time limit (a host cut
+  // off may not reach the shared folder either), then the end of this process.
+  [[noreturn]] void endCutOff(const std::string& why, const std::vector<elastic::Member>& silent);
   // The member watcher's round for members on other hosts: those found lost (silent ones
   // once settled and this side keeps its quorum; otherwise it ends this process).
   std::vector<elastic::Member> pollHeartbeats(const std::vector<elastic::Member>& watched);

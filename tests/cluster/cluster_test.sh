@@ -22,7 +22,9 @@
 #              (the job starts again on h1 and h3, 4 processes); one rank of h2 SIGKILLed, in
 #              place on the other three; then h2's link down, in place
 #              (found after the 1 s heartbeat deadline; h2's ranks see themselves cut off and
-#              end). Each ends on the DDP bits
+#              end); then the lead's host h1 goes down silently (cable, then its processes):
+#              h2, half without the lead, leaves held copies and tl-run restarts from them on
+#              h2 and h3. Each ends on the DDP bits
 set -uo pipefail
 
 readonly CASE=${1:?usage: cluster_test.sh bits|loaders|inplace|link-down|recovery BIN_DIR}
@@ -275,6 +277,11 @@ case_recovery() {
   # Same again, but h2's cable is pulled: nothing dies, h2 goes silent (heartbeats).
   recover_from "$WORK/unplugged" unplugged in-place
   "$NSC" link-up h2
+  # The lead's host goes down without a word (its cable pulled, then its processes killed): h2
+  # holds half the members without the lead, so it takes itself for cut off and leaves held
+  # copies; nothing more is logged, and tl-run restarts the job from them on h2 and h3.
+  recover_from "$WORK/lead_host_down" lead-host-down in-place
+  "$NSC" link-up h1
 }
 
 # wider_loss_note (inside recover_from): when more than h2's ranks were lost, print the record and
@@ -316,6 +323,9 @@ recover_from() {
     victim=$(for p in $(ip netns pids "$NSC_PREFIX-h2"); do [[ $(cat /proc/$p/comm 2>/dev/null) == tl-launch ]] && echo $p; done | head -1)
     [[ -n $victim ]] || fail "$how: h2 runs a rank of the job"
     kill -KILL $victim
+  elif [[ $how == lead-host-down ]]; then
+    "$NSC" link-down h1
+    kill -KILL $(ip netns pids "$NSC_PREFIX-h1") 2>/dev/null
   else
     "$NSC" link-down h2
   fi
@@ -324,6 +334,16 @@ recover_from() {
   echo "--- tl-run's log:"; grep -E '^tl-run|^tl-launch|cut off|counted lost|go on in place' "$out.log"
   expect_eq "$how ($mode): tl-run finished the job after losing h2" "$rc" 0
   expect_eq "$how ($mode): a lost host does not change the bits" "$(sha "$out")" "$ref"
+  if [[ $how == lead-host-down ]]; then
+    check_record "$how: restarted from h2's held copies: h1 and ranks 0,1 lost, 4 processes after, 0 steps recomputed" \
+      "$(grep -m1 '"type":"failure"' "$out/metrics.jsonl")" \
+      'f.get("mode") == "restart" and f.get("lost_hosts") == ["h1"] and sorted(f.get("lost_ranks", [])) == [0, 1] and f.get("processes_after") == 4 and f.get("steps_recomputed") == 0'
+    expect_eq "$how: tl-run said it restarted from the held copies" \
+      "$(grep -c '^tl-run: the side of the job that went on ended without a copy; restarting from the 2 held copies' "$out.log")" 1
+    expect_eq "$how: h2's ranks took themselves for cut off" "$(grep -c 'this host is cut off from the job' "$out.log")" 2
+    expect_eq "$how: nothing held is left" "$(ls "$out/recovery/held" 2>/dev/null | wc -l)" 0
+    return
+  fi
   if [[ $mode == restart ]]; then
     # A rank of h1 may be ended before it leaves its copy (see wider_loss_note): it is then
     # counted lost too; one copy is enough for the restart and the bits.

@@ -121,6 +121,34 @@ void endMpirunAfterTheJob(pid_t pid, double sinceSummary) {
   ::waitpid(pid, &status, 0);
 }
 
+// In place: processes whose host found itself cut off left held copies (recovery/held) and
+// ended. The job went on on the other side as long as its metrics.jsonl is being written; once
+// nothing was written to it for the hang timeout and the kill grace together since the held
+// copies appeared, that side is gone too (a lead's host that went down holding half the
+// members looks, from the other half, like a cut link) and the held copies are all of the job.
+bool onlyHeldCopiesLeft(const elastic::RecoveryPaths& paths, int processes,
+                        const SupervisorOptions& o,
+                        std::optional<std::filesystem::file_time_type>& heldSeen) {
+  using FileClock = std::filesystem::file_time_type::clock;
+  std::error_code ec;
+  if (!std::filesystem::exists(paths.held().candidates(), ec)) return false;
+  if (!heldSeen) {
+    if (elastic::readFailure(paths.held(), processes).candidates.empty()) return false;
+    heldSeen = FileClock::now();
+  }
+  const auto metrics = std::filesystem::path(paths.dir).parent_path() / "metrics.jsonl";
+  auto lastWritten = std::filesystem::last_write_time(metrics, ec);
+  if (ec || lastWritten < *heldSeen) lastWritten = *heldSeen;
+  const double quiet = std::chrono::duration<double>(FileClock::now() - lastWritten).count();
+  if (quiet <= o.hangTimeoutSeconds + o.killGraceSeconds) return false;
+  std::fprintf(stderr,
+               "tl-run: a side of the job cut itself off and left copies, and nothing was logged "
+               "on the other side "
+               "for %.0f s: that side is gone too; ending mpirun\n",
+               quiet);
+  return true;
+}
+
 int waitForMpirun(pid_t pid, const SupervisorOptions& o, const elastic::RecoveryPaths& paths, int processes) {
   using Clock = std::chrono::steady_clock;
   std::optional<Clock::time_point> firstCopy;
@@ -129,6 +157,7 @@ int waitForMpirun(pid_t pid, const SupervisorOptions& o, const elastic::Recovery
   // In place: after a recovery the job asks to grow back to this launch's size (--grow-back).
   std::optional<GrowBack> growBack;
   std::optional<Clock::time_point> finished;  // in place: when summary.json was seen written
+  std::optional<std::filesystem::file_time_type> heldSeen;  // in place: when held copies appeared
   if (o.inPlace && o.growBack) growBack.emplace(std::filesystem::path(paths.dir).parent_path().string(), processes);
   for (;;) {
     int status = 0;
@@ -161,6 +190,12 @@ int waitForMpirun(pid_t pid, const SupervisorOptions& o, const elastic::Recovery
         endMpirunAfterTheJob(pid, since);
         return inPlaceStatus(paths, processes, started);
       }
+    }
+    if (o.inPlace && !finished && !gInterrupt.load() &&
+        onlyHeldCopiesLeft(paths, processes, o, heldSeen)) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return 128 + SIGKILL;
     }
     if (gInterrupt.load() || !std::filesystem::exists(paths.candidates())) continue;
     const FailureReport report = elastic::readFailure(paths, processes);

@@ -73,6 +73,7 @@ Run prepare(const SupervisorOptions& o) {
   fs::remove_all(run.paths.candidates());
   fs::remove(run.paths.history());
   fs::remove_all(fs::path(run.paths.dir) / "members");  // earlier runs' heartbeat endpoints
+  fs::remove_all(run.paths.held().dir);
   return run;
 }
 
@@ -120,7 +121,9 @@ FailureRecord lossOf(const FailureReport& report, int processes) {
   FailureRecord f;
   f.lostRanks = report.lostRanks;
   f.lostHosts = report.lostHosts;
-  f.detectedBy = hung ? "hang-timeout" : "mpirun";
+  // Held copies (heldCopies) come from processes whose member watcher found the others silent.
+  const bool cutOff = best.info.reason.rfind("this host was cut off", 0) == 0;
+  f.detectedBy = hung ? "hang-timeout" : cutOff ? "member-watcher" : "mpirun";
   f.reason = best.info.reason;
   f.boundaryStep = best.step();
   f.stepsRecomputed = completed - best.step();
@@ -132,6 +135,19 @@ FailureRecord lossOf(const FailureReport& report, int processes) {
   f.processesBefore = report.processes > 0 ? report.processes : processes;
   f.copies = report.candidates.size();
   return f;
+}
+
+// A launch lost without a copy in candidates/: the held copies of a side that found itself cut
+// off (recovery/held), if any, are the job (the side that went on ended without one).
+FailureReport heldCopies(const Run& run) {
+  FailureReport held = elastic::readFailure(run.paths.held(), run.plan.processes);
+  if (!held.candidates.empty())
+    std::fprintf(stderr,
+                 "tl-run: the side of the job that went on ended without a copy; restarting from "
+                 "the %zu held "
+                 "copies of the side that was cut off (step %lld)\n",
+                 held.candidates.size(), (long long)held.candidates.front().step());
+  return held;
 }
 
 // Lost with copies: keep the newest out of candidates/ (the next launch writes new ones there)
@@ -152,6 +168,7 @@ bool relaunchFrom(Run& run, const FailureReport& report) {
                joined(report.lostHosts).c_str(), (long long)failure.boundaryStep, failure.detectedBy.c_str(),
                report.candidates.size());
   fs::remove_all(run.paths.candidates());
+  fs::remove_all(run.paths.held().dir);
   if (run.plan.launch >= run.o.maxRestarts) {
     appendMetrics(run.outputDir, elastic::toJson(failure));
     std::fprintf(stderr,
@@ -198,9 +215,12 @@ int supervise(const SupervisorOptions& o, const LaunchStep& launch) {
     // (The lost launch may have logged the step in flight: what counts is a step this one logs.)
     const int64_t loggedBefore = run.plan.launch == 0 && run.plan.resume.empty() ? -1 : lastLoggedStep(run.outputDir);
     const LaunchExit exit = launch(launchCommand(o, run.plan), run.plan);
-    const FailureReport report = elastic::readFailure(run.paths, run.plan.processes);
+    FailureReport report = elastic::readFailure(run.paths, run.plan.processes);
+    if (report.candidates.empty() && exit.status != 0 && !exit.interrupted)
+      report = heldCopies(run);
     switch (classify(exit, !report.candidates.empty(), lastLoggedStep(run.outputDir) > loggedBefore)) {
       case Outcome::Finished:
+        fs::remove_all(run.paths.held().dir);  // the side that went on finished the job
         if (!run.history.failures.empty())
           std::fprintf(stderr, "tl-run: the job finished after %zu lost launch(es)\n", run.history.failures.size());
         return 0;

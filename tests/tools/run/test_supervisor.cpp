@@ -55,19 +55,23 @@ class FakeJob {
 
   elastic::RecoveryPaths paths() const { return {fs::absolute(out_ / "recovery").lexically_normal().string()}; }
   // Rank r wrote its copy of step `step` (its checkpoint, then its info), naming `missing`.
-  void copy(int r, int64_t step, const std::vector<std::string>& hosts, std::vector<int> missing = {},
-            bool timedOut = false) {
-    fs::create_directories(paths().candidateDir(r));
-    std::ofstream(paths().candidateCheckpoint(r)) << "copy of rank " << r;
+  // With `held`, a held copy (recovery/held) of a process whose host took itself for cut off.
+  void copy(int r, int64_t step, const std::vector<std::string>& hosts,
+            std::vector<int> missing = {}, bool timedOut = false, bool held = false) {
+    const elastic::RecoveryPaths where = held ? paths().held() : paths();
+    fs::create_directories(where.candidateDir(r));
+    std::ofstream(where.candidateCheckpoint(r)) << "copy of rank " << r;
     CandidateInfo info;
     info.rank = r;
     info.step = step;
     info.completedStep = step + 1;
-    info.reason = timedOut ? "mpi allreduce timed out" : "ended by mpirun";
+    info.reason = held       ? "this host was cut off from the job: nothing heard"
+                  : timedOut ? "mpi allreduce timed out"
+                             : "ended by mpirun";
     info.timedOut = timedOut;
     info.missingRanks = std::move(missing);
     for (size_t i = 0; i < hosts.size(); ++i) info.members.push_back({int(i), hosts[i], 0});
-    elastic::writeCandidateInfo(paths(), info);
+    elastic::writeCandidateInfo(where, info);
   }
   void logStep(int64_t step) {
     std::ofstream(out_ / "metrics.jsonl", std::ios::app) << R"({"type":"step","step":)" << step << "}\n";
@@ -158,6 +162,67 @@ TEST(Supervisor, ALostRankRelaunchesOnTheSurvivorsFromTheNewestCopy) {
   EXPECT_EQ(h.failures[0].processesBefore, 4);
   EXPECT_EQ(h.failures[0].processesAfter, std::optional<int>(3));
   EXPECT_EQ(h.failures[0].copies, std::optional<size_t>(3));
+}
+
+// The lead's host went down silently holding half the members: the other half took itself for
+// cut off, left held copies and ended, and nothing else is left: tl-run restarts from them.
+TEST(Supervisor, HeldCopiesAreTheJobWhenTheSideThatWentOnLeftNone) {
+  FakeJob job;
+  const std::vector<std::string> hosts{"a", "a", "b", "b"};
+  const int rc = job.run({[&](const LaunchPlan&) {
+                            job.logStep(5);
+                            job.copy(2, 5, hosts, {0, 1}, false, /*held=*/true);
+                            job.copy(3, 5, hosts, {0, 1}, false, /*held=*/true);
+                            return 137;
+                          },
+                          [&](const LaunchPlan&) { return 0; }});
+  EXPECT_EQ(rc, 0);
+  ASSERT_EQ(job.plans.size(), 2u);
+  EXPECT_EQ(job.plans[1].resume, job.paths().keptState(0));
+  EXPECT_TRUE(fs::exists(job.paths().keptState(0) + "/checkpoint.tl"));
+  EXPECT_FALSE(fs::exists(job.paths().held().dir)) << "held copies are used once";
+  const auto h = job.history();
+  ASSERT_EQ(h.failures.size(), 1u);
+  EXPECT_EQ(h.failures[0].lostRanks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(h.failures[0].lostHosts, (std::vector<std::string>{"a"}));
+  EXPECT_EQ(h.failures[0].detectedBy, "member-watcher");
+  EXPECT_EQ(h.failures[0].boundaryStep, 5);
+}
+
+// The side that kept the quorum went on: its finished job or its own copies count, never the
+// held copies of the side that cut itself off (they are older, and that side is not the job).
+TEST(Supervisor, HeldCopiesAreIgnoredWhenTheOtherSideFinishedOrLeftCopies) {
+  {
+    FakeJob job;
+    const std::vector<std::string> hosts{"a", "a", "b", "b"};
+    EXPECT_EQ(job.run({[&](const LaunchPlan&) {
+      job.copy(2, 5, hosts, {0, 1}, false, /*held=*/true);
+      job.logStep(9);
+      return 0;
+    }}),
+              0);
+    EXPECT_EQ(job.plans.size(), 1u);
+    EXPECT_FALSE(fs::exists(job.paths().held().dir)) << "a finished job leaves nothing held";
+  }
+  {
+    FakeJob job;
+    const std::vector<std::string> hosts{"a", "a", "b", "b"};
+    EXPECT_EQ(job.run({[&](const LaunchPlan&) {
+                         job.copy(2, 5, hosts, {0, 1}, false, /*held=*/true);
+                         job.copy(3, 5, hosts, {0, 1}, false, /*held=*/true);
+                         job.logStep(9);
+                         job.copy(0, 9, hosts);
+                         return 137;
+                       },
+                       [&](const LaunchPlan&) { return 0; }}),
+              0);
+    ASSERT_EQ(job.plans.size(), 2u);
+    const auto h = job.history();
+    ASSERT_EQ(h.failures.size(), 1u);
+    EXPECT_EQ(h.failures[0].boundaryStep, 9) << "the side that went on's own copy";
+    EXPECT_EQ(h.failures[0].detectedBy, "mpirun");
+    EXPECT_FALSE(fs::exists(job.paths().held().dir));
+  }
 }
 
 TEST(Supervisor, AHungRankIsDetectedByTheTimeout) {
