@@ -214,6 +214,30 @@ TEST(SchedPolicies, HeteroGoodputGivesALongRunningJobsGpuToANewOneAndMixesKinds)
   EXPECT_NEAR(run("hetero-goodput", cluster("fast:1,slow:1"), mixed).jobs[0].jct(), 20, 1e-9);
 }
 
+TEST(SchedPolicies, HeteroGoodputGivesGrowthToTheJobWithLessAttainedService) {
+  // fast:3, rescales free. A: 10000 samples, 1..2 GPUs, 2 ESTs (10/s on 1, 20/s on 2). B:
+  // 1500 samples at 200 s, 1..3 GPUs, 3 ESTs (10/s on 1; 15/s on 2, the planner's 2 + 1).
+  //  t=0: A alone grows to 2: 20/s; by 200 s it has attained 400 GPU-seconds.
+  //  t=200: fair shares floor(3/2) = 1: c = 10 for both. Admitted at 1 each, one GPU free. A
+  //    is past the first rung (360 GPU-seconds), so its c is weighted 10 / sqrt(10) = 3.16:
+  //    A's step 1 -> 2 gains 3.16 (1/10 - 1/20) = 0.16, B's 10 (1/10 - 1/15) = 0.33: B gets
+  //    it. Re-planned A1 B2 costs 3.16/10 + 10/15 = 0.98 against keeping A2 B1's 3.16/20 +
+  //    10/10 = 1.16: taken. B: 1500 at 15/s, ends at 300 (JCT 100). A does 1000 at 10/s.
+  //  t=300: A alone grows back to 2: 5000 left at 20/s, ends at 550.
+  // Unweighted (the policy before growth weights), A's step gains 0.5 against B's 0.33: A
+  // keeps 2 and ends at 500, B runs on 1 GPU: JCT 150.
+  const std::vector<JobSpec> jobs{job("A", 0, 10000, 1, 2, "default", 2),
+                                  job("B", 200, 1500, 1, 3, "default", 3)};
+  auto r = run("hetero-goodput", cluster("fast:3"), jobs);
+  EXPECT_NEAR(r.jobs[0].jct(), 550, 1e-9);
+  EXPECT_NEAR(r.jobs[1].jct(), 100, 1e-9);
+  EXPECT_EQ(r.jobs[0].rescales, 2);  // shrunk for B, grown back
+  EXPECT_EQ(r.jobs[1].rescales, 0);
+  // goodput (unweighted, FIFO) keeps A on 2 (B waits for no tick: it starts on the free GPU).
+  auto g = run("goodput", cluster("fast:3"), jobs);
+  EXPECT_NEAR(g.jobs[1].jct(), 150, 1e-9);
+}
+
 SimResult runInPlace(const std::string& policy, const ClusterSpec& cluster,
                      const std::vector<JobSpec>& jobs) {
   ThroughputModel model(cluster, linearProfiles());

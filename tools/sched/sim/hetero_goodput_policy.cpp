@@ -5,7 +5,10 @@
 // Objective (as goodput, goodput_policy.cpp): minimise sum_i c_i / rate_i, the p = -1 mean of
 // speedups over a fair share, where rate_i is the planner's rate on a mixed allocation
 // (ThroughputModel::rate: ESTs placed over several kinds). c_i is the job's rate on its fair
-// share max(min, min(max, floor(GPUs / active jobs))) of its fastest kind.
+// share max(min, min(max, floor(GPUs / active jobs))) of its fastest kind, weighted by
+// sqrt(10)^-rung of its attained service (rungs every half decade from 0.1 to 100 GPU-hours,
+// kRungs): the GPUs beyond the minimums go first to the jobs that have had the least, which
+// under heavy-tailed durations are the ones likely to finish soonest.
 //
 // Plan: jobs are admitted at min_gpus in priority order, on what they hold first (a running
 // job is not pushed onto a slower kind by a newcomer), the rest on the fastest free kinds; the
@@ -51,6 +54,16 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kThresholds[] = {3600.0, 36000.0};  // GPU-seconds: Tiresias' levels
 constexpr int kLevels = 3;
+// Weights on c_i: x sqrt(10)^-rung, rungs at Tiresias' 1 GPU-hour x 10^(k/2), k = -2..3 (0.1 to
+// 100 GPU-hours every half decade; 1 and 10 GPU-hours are rungs). Under heavy-tailed durations
+// a job's expected remaining service grows about in proportion to what it has attained, so a
+// rung (x sqrt(10) attained) divides its weight by sqrt(10): the GPUs beyond the minimums go
+// to the jobs likely to finish soonest, the least-attained-service order admission already
+// uses, applied to growth. The levels (admission) stay Tiresias' coarse three.
+constexpr double kGrowthBase = 3.1622776601683795;  // sqrt(10)
+constexpr double kRungs[] = {360.0,     1138.4199576606166, 3600.0,
+                             11384.199576606166, 36000.0, 113841.99576606166,
+                             360000.0};
 constexpr double kSlack = 1e-6;
 
 int sum(const Allocation& a) { return goodput::gpus(a); }
@@ -59,6 +72,12 @@ int level(double attained) {
   int l = 0;
   for (double t : kThresholds) l += attained >= t - kSlack;
   return l;
+}
+
+int rung(double attained) {
+  int r = 0;
+  for (double t : kRungs) r += attained >= t - kSlack;
+  return r;
 }
 
 struct Score {
@@ -83,7 +102,9 @@ class HeteroGoodput : public Policy {
   std::string name() const override { return "hetero-goodput"; }
 
   std::vector<Allocation> allocate(double, const std::vector<JobView>& jobs) override {
-    const auto c = goodput::fairShareRates(model_, jobs);
+    auto c = goodput::fairShareRates(model_, jobs);
+    for (size_t i = 0; i < jobs.size(); ++i)
+      c[i] *= std::pow(kGrowthBase, -rung(jobs[i].attainedGpuSeconds));
     std::vector<size_t> order(jobs.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
