@@ -31,6 +31,12 @@ OSTEPS=${OSTEPS:-40}      # their steps
 OBATCH=${OBATCH:-8}       # their batch per worker
 ONP=${ONP:-2}             # their processes
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The cold restart resumes from the last periodic checkpoint before the kill: say so before
+# minutes of healthy rounds, not after them.
+if ! [ "$EVERY" -lt "$KILL_AT" ] || ! [ "$KILL_AT" -lt "$STEPS" ]; then
+  echo "bench_recovery: EVERY ($EVERY) < KILL_AT ($KILL_AT) < STEPS ($STEPS) is needed: the cold restart resumes from the last periodic checkpoint before the kill" >&2
+  exit 2
+fi
 WORK=$(mktemp -d /tmp/bench_recovery.XXXXXX)
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$WORK"' EXIT
 # A command that fails ends the script (set -e): say which, with the runs' logs, before the
