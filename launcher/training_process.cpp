@@ -1,6 +1,7 @@
 #include "launcher/training_process.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <ATen/ATen.h>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -36,6 +38,18 @@ constexpr const char* kLauncherName = "tl-launch";
 
 void releaseCachedDeviceMemory() {
   if (&c10::cuda::CUDACachingAllocator::emptyCache != nullptr) c10::cuda::CUDACachingAllocator::emptyCache();
+}
+
+// A process that left the job by an in-place shrink has no more work for it: its teardown
+// (freeing the replica, ending its threads) and its wait for the job's end go at the lowest CPU
+// priority, so that they do not slow the first steps of the members that go on. Linux keeps a
+// nice value per thread: every thread of the process is lowered.
+void yieldTheCpuToTheJob() {
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    const long tid = std::atol(task.path().filename().c_str());
+    if (tid > 0) ::setpriority(PRIO_PROCESS, id_t(tid), 19);
+  }
 }
 
 // Peak resident memory (VmHWM) over the job's processes: the largest one and the sum.
@@ -243,6 +257,7 @@ int TrainingProcess::trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, con
   }
   controller_.finish(policy_.stopped() ? "the job stopped" : "the job has finished");
   if (!executor.inJob()) {
+    yieldTheCpuToTheJob();
     if (recovery_) recovery_->leave();
     recorder_.finish();  // its figures went to the lead as it left
     spdlog::info("this process left the job after step {}", executor.stepsDone());
