@@ -310,7 +310,9 @@ recover_from() {
     [[ -n $step && $step -ge 10 ]] && break
     sleep 0.1
   done
-  echo "h2 is $how after step ${step:-none} ($mode)"
+  local lost=h2
+  [[ $how == lead-host-down ]] && lost=h1
+  echo "$lost: $how after step ${step:-none} ($mode)"
   local eventAt
   eventAt=$(date +%s.%N)
   if [[ $how == killed ]]; then
@@ -332,7 +334,7 @@ recover_from() {
   wait $runpid
   local rc=$?
   echo "--- tl-run's log:"; grep -E '^tl-run|^tl-launch|cut off|counted lost|go on in place' "$out.log"
-  expect_eq "$how ($mode): tl-run finished the job after losing h2" "$rc" 0
+  expect_eq "$how ($mode): tl-run finished the job after losing $lost" "$rc" 0
   expect_eq "$how ($mode): a lost host does not change the bits" "$(sha "$out")" "$ref"
   if [[ $how == lead-host-down ]]; then
     check_record "$how: restarted from h2's held copies: h1 and ranks 0,1 lost, 4 processes after, 0 steps recomputed" \
