@@ -276,12 +276,33 @@ case_recovery() {
   recover_from "$WORK/one_killed" one-killed in-place
   # Same again, but h2's cable is pulled: nothing dies, h2 goes silent (heartbeats).
   recover_from "$WORK/unplugged" unplugged in-place
-  "$NSC" link-up h2
+  plug_back h2
   # The lead's host goes down without a word (its cable pulled, then its processes killed): h2
   # holds half the members without the lead, so it takes itself for cut off and leaves held
   # copies; nothing more is logged, and tl-run restarts the job from them on h2 and h3.
   recover_from "$WORK/lead_host_down" lead-host-down in-place
-  "$NSC" link-up h1
+  plug_back h1
+}
+
+# plug_back HOST: its cable back in, what is left on it of the finished job ended (an Open MPI
+# daemon that was cut off outlives its job), and the head reaching it again, before the next job
+# starts there (the CI's first run of lead-host-down started its job right after h2's link-up
+# and never got a step in 200 s).
+plug_back() {
+  "$NSC" link-up "$1"
+  local left
+  left=$(ip netns pids "$NSC_PREFIX-$1" | tr '\n' ' ')
+  [[ -z ${left// /} ]] || { echo "$1: ending what the finished job left there: $left"; kill -KILL $left 2>/dev/null; }
+  # Reached: a TCP connection to a closed port is refused at once (no ping on every machine);
+  # an unreachable host lets it time out.
+  local addr
+  addr=$("$NSC" addr "$1")
+  for _ in $(seq 20); do
+    "$NSC" exec head timeout 0.5 bash -c "exec 3<>/dev/tcp/$addr/9" >/dev/null 2>&1
+    [[ $? -ne 124 ]] && return
+    sleep 0.1
+  done
+  echo "$1: the head does not reach it 10 s after its cable went back in"
 }
 
 # wider_loss_note (inside recover_from): when more than h2's ranks were lost, print the record and
@@ -313,6 +334,10 @@ recover_from() {
   local lost=h2
   [[ $how == lead-host-down ]] && lost=h1
   echo "$lost: $how after step ${step:-none} ($mode)"
+  if [[ -z $step || $step -lt 10 ]]; then
+    fail "$how ($mode): the job logged no step 10 within 90 s of its start (nothing was lost yet)"
+    kill $runpid 2>/dev/null; wait $runpid; tail -20 "$out.log"; return
+  fi
   local eventAt
   eventAt=$(date +%s.%N)
   if [[ $how == killed ]]; then
