@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <set>
 
 #include "common/check.h"
+#include "common/cpu_kernels.h"
 #include "common/files.h"
 #include "elastic/recovery/in_place.h"
 #include "launcher/cache_metrics.h"
@@ -82,6 +84,33 @@ int64_t corruptFilesSkipped(comm::Communicator& world, const std::vector<int64_t
     for (const nlohmann::json& file : theirs) files.insert(file.get<int64_t>());
   }
   return int64_t(files.size());
+}
+
+// The CPU kernel classes the job's processes ran (common/cpu_kernels.h): one class, or, where
+// they differ, each with its ranks ("avx512 (ranks 0, 1), avx2 (rank 2)"). Every member takes part.
+struct CpuKernelClasses {
+  std::string text;
+  bool mixed = false;
+};
+
+CpuKernelClasses cpuKernelsOfTheJob(comm::Communicator& world) {
+  std::vector<std::pair<std::string, std::vector<int>>> classes;
+  const auto all = comm::allgatherJson(world, cpuKernels());
+  for (size_t r = 0; r < all.size(); ++r) {
+    const std::string kind = all[r].get<std::string>();
+    auto it = std::find_if(classes.begin(), classes.end(),
+                           [&](const auto& c) { return c.first == kind; });
+    if (it == classes.end()) it = classes.insert(classes.end(), {kind, {}});
+    it->second.push_back(int(r));
+  }
+  if (classes.size() == 1) return {classes[0].first, false};
+  std::string out;
+  for (const auto& [kind, ranks] : classes) {
+    out += (out.empty() ? "" : ", ") + kind + (ranks.size() == 1 ? " (rank " : " (ranks ");
+    for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+    out += ")";
+  }
+  return {out, true};
 }
 
 }  // namespace
@@ -272,6 +301,8 @@ int TrainingProcess::trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, con
   const PeakMemory memory = peakMemory(host);
   const int64_t corruptFiles = corruptFilesSkipped(host, result.corruptSamples);
   const nlohmann::json usagePerProcess = recording_.gather(host);
+  const bool onCpu = !executor.config().device.isCuda();
+  const CpuKernelClasses cpuKernelClasses = onCpu ? cpuKernelsOfTheJob(host) : CpuKernelClasses{};
   const nlohmann::json usage = recorder_.finish();
   const JobConfig& job = executor.config();
   if (lead_) {
@@ -286,6 +317,17 @@ int TrainingProcess::trainToTheEnd(std::unique_ptr<est::EstExecutor>& owned, con
     summary["peak_rss_mb"] = memory.maxMb;
     summary["peak_rss_mb_sum"] = memory.sumMb;
     summary["corrupt_files_skipped"] = corruptFiles;
+    if (onCpu) {
+      // Part of a CPU job's bits, as the libtorch version and --compute-threads are.
+      summary["cpu_kernels"] = cpuKernelClasses.text;
+      if (cpuKernelClasses.mixed)
+        spdlog::warn(
+            "the processes ran different CPU kernels ({}): this job's bits depend on its "
+            "placement; "
+            "export DNNL_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 to every process (mpirun -x) "
+            "for one set",
+            cpuKernelClasses.text);
+    }
     summary["usage"] = usage;
     summary["usage_processes"] = usagePerProcess;
     summary["inplace_rescales"] = controller_.rescales();
