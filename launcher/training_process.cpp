@@ -15,10 +15,10 @@
 #include <set>
 
 #include "common/check.h"
-#include "common/cpu_kernels.h"
 #include "common/files.h"
 #include "elastic/recovery/in_place.h"
 #include "launcher/cache_metrics.h"
+#include "launcher/cpu_kernels.h"
 #include "launcher/job_errors.h"
 #include "runtime/comm/collective_timeout.h"
 #include "runtime/comm/json_collectives.h"
@@ -86,7 +86,7 @@ int64_t corruptFilesSkipped(comm::Communicator& world, const std::vector<int64_t
   return int64_t(files.size());
 }
 
-// The CPU kernel classes the job's processes ran (common/cpu_kernels.h): one class, or, where
+// The CPU kernel classes the job's processes ran (launcher/cpu_kernels.h): one class, or, where
 // they differ, each with its ranks ("avx512 (ranks 0, 1), avx2 (rank 2)"). Every member takes part.
 struct CpuKernelClasses {
   std::string text;

@@ -5,7 +5,7 @@
 // on purpose (update the hash in the same commit and say why in its message).
 //
 // A job's bits are a function of the libtorch and of the CPU's kernel class (summary.json's
-// cpu_kernels, common/cpu_kernels.h): oneDNN's convolutions run other kernels with AVX-512 than
+// cpu_kernels, launcher/cpu_kernels.h): oneDNN's convolutions run other kernels with AVX-512 than
 // with AVX2 alone, and sum in another order. So each job has its bits per libtorch version and
 // kernel class (within one, the placements of one job agree):
 //   1.13 / avx512  Debian 12, recorded at 74a0890 and checked on every machine of this project

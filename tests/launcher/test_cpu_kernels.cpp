@@ -1,4 +1,4 @@
-#include "common/cpu_kernels.h"
+#include "launcher/cpu_kernels.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
