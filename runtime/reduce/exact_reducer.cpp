@@ -28,8 +28,8 @@
 // 12 bytes moved per element instead of 16; between hosts the MPI ring moves the sums in a
 // compact lossless encoding (comm::CollectiveOptions::compactIntegers; about half of int64's
 // bytes), so about 8. The decision to replay reads only the maxima, never
-// the sums, so it needs nothing from the segments. A communicator of one process runs the
-// allreduce path, whose collective then has nothing to move.
+// the sums, so it needs nothing from the segments. A communicator of one process starts no
+// collective at all: its buckets and maxima are the job's already.
 // Every decision depends on global values only, so all processes take the same branch.
 //
 // On a GPU (any device but the CPU) the batched path of fixed_point.h quantises a whole bucket
@@ -97,6 +97,8 @@ class ExactReducer final : public GradientReducer {
     for (const exact::Slot& s : slots_) bucketOf.push_back(s.bucket);
     launches_ =
         std::make_unique<BucketLaunches>(std::move(bucketOf), buckets_.size(), [this](size_t b) {
+          // One process: the bucket holds the sums already (no collective, no wait for a device).
+          if (comm_.size() == 1) return std::unique_ptr<comm::PendingCollective>();
           // The sums carry far fewer significant bits than 64: they may travel compact.
           comm::CollectiveOptions compact;
           compact.compactIntegers = true;
@@ -187,7 +189,7 @@ class ExactReducer final : public GradientReducer {
     std::unique_ptr<comm::PendingCollective> maxima;
     at::Tensor maximaPayload = startAgreeingOnMaxima(maxima);
     if (!segmented_) launches_->waitAll();
-    const std::vector<double> globalMax = agreeOnMaxima(maximaPayload, *maxima);
+    const std::vector<double> globalMax = agreeOnMaxima(maximaPayload, maxima.get());
     for (size_t t = 0; t < shapes_.size(); ++t) {
       if (!std::isfinite(globalMax[t])) {  // a process of the batched path met it
         launches_->waitAll();  // a sum abandoned unfinished would fail the communicator
@@ -347,13 +349,15 @@ class ExactReducer final : public GradientReducer {
     }
     p[3 * count] = state_.scalesKnown ? 1 : 0;
     p[3 * count + 1] = state_.scalesKnown ? -1 : 0;
+    if (comm_.size() == 1)
+      return payload;  // its own maxima are the job's: no round trip to the device
     at::Tensor onDevice = payload.to(buckets_[0].sums.device());
     pending = comm_.startAllreduce(onDevice, comm::ReduceOp::Max);
     return onDevice;
   }
 
-  std::vector<double> agreeOnMaxima(const at::Tensor& onDevice, comm::PendingCollective& pending) {
-    pending.wait();
+  std::vector<double> agreeOnMaxima(const at::Tensor& onDevice, comm::PendingCollective* pending) {
+    if (pending != nullptr) pending->wait();  // none on a communicator of one process
     const size_t count = shapes_.size();
     at::Tensor payload = onDevice.cpu();
     const double* p = payload.data_ptr<double>();

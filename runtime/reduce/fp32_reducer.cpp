@@ -49,9 +49,13 @@ class Fp32Reducer final : public GradientReducer {
     // at every size, not MPI_Iallreduce's binomial tree, which took ~2x as long.
     comm::CollectiveOptions anyOrder;
     anyOrder.anyFixedOrder = true;
-    launches_ = std::make_unique<BucketLaunches>(std::move(bucketOf), buckets_.size(), [this, anyOrder](size_t b) {
-      return comm_.startAllreduce(buckets_[b].flat, comm::ReduceOp::Sum, anyOrder);
-    });
+    launches_ = std::make_unique<BucketLaunches>(
+        std::move(bucketOf), buckets_.size(), [this, anyOrder](size_t b) {
+          // One process: the bucket holds the sum already. No collective, and on a GPU no wait for
+          // the device in the middle of the step.
+          if (comm_.size() == 1) return std::unique_ptr<comm::PendingCollective>();
+          return comm_.startAllreduce(buckets_[b].flat, comm::ReduceOp::Sum, anyOrder);
+        });
   }
 
   std::string mode() const override { return "fp32"; }

@@ -266,6 +266,32 @@ size_t heapBytesInUse() {
   return info.uordblks + info.hblkhd;
 }
 
+// A job on one process starts no collective, exact or fp32, streamed or not: its buckets and
+// maxima are the job's already, and on a GPU each collective would make the host wait for the
+// device in the middle of a step. The bits are the multi-process ones (test_exact_placement's
+// np1 against np2-4).
+TEST(ExactReducer, OneProcessStartsNoCollective) {
+  SyntheticJob job;
+  for (const bool exact : {true, false}) {
+    SingleProcessComm comm;
+    auto r =
+        exact ? exactFor(comm, job, 64 << 10) : createFp32Reducer(comm, job.params(), 64 << 10);
+    const testing::RunResult result = testing::runJob(*r, job, testing::allWorkers(job.workers));
+    EXPECT_EQ(result.replays, exact ? SyntheticJob::kExpectedReplays : 0);
+    // A streamed last contribution, as --overlap hands it over.
+    std::vector<at::Tensor> out;
+    for (const auto& s : job.shapes) out.push_back(at::zeros(s));
+    r->beginStep();
+    for (int w = 0; w + 1 < job.workers; ++w) r->addContribution(job.gradients(0, w));
+    r->streamContribution();
+    const auto last = job.gradients(0, int(job.workers) - 1);
+    for (size_t t = last.size(); t-- > 0;) r->addGradient(t, last[t]);
+    r->addContribution(last);
+    r->finish(out, job.workers);
+    EXPECT_EQ(comm.allreduces, 0) << (exact ? "exact" : "fp32");
+  }
+}
+
 TEST(ExactReducer, MemoryDoesNotGrowWithTheNumberOfContributions) {
   SingleProcessComm comm;
   const int64_t elements = 1 << 20;  // 4 MiB of gradient: a copy per contribution would show
