@@ -104,7 +104,12 @@ class TrainingBackend final : public StepBackend {
 
   bool simulated() const override { return false; }
 
-  void beginStep() override { keepCopy(buffersAtStepStart_, r_.model->buffers()); }
+  // The buffers at the step's start are kept (every EST's forward and a replay start from them);
+  // the module holds them until the first EST runs.
+  void beginStep() override {
+    keepCopy(buffersAtStepStart_, r_.model->buffers());
+    holds_ = Holds::StepStart;
+  }
 
   void beginRound() override {
     r_.reducer->beginStep();
@@ -113,8 +118,12 @@ class TrainingBackend final : public StepBackend {
 
   train::BatchStats computeEst(int logicalRank, bool lastLocal, const at::Tensor& images,
                                const at::Tensor& labels, double& computeSeconds) override {
-    // DDP broadcasts rank 0's buffers before every forward: each EST starts from them.
-    copyInto(r_.model->buffers(), buffersAtStepStart_);
+    // DDP broadcasts rank 0's buffers before every forward: each EST starts from them. What the
+    // module holds is copied only where needed: rank 0's updates before another EST overwrites
+    // them, the step's start unless the module holds it already (one EST a step: no copy).
+    if (holds_ == Holds::RankZero) keepCopy(buffersOfRankZero_, r_.model->buffers());
+    if (holds_ != Holds::StepStart) copyInto(r_.model->buffers(), buffersAtStepStart_);
+    holds_ = Holds::Other;  // until this EST's forward is known to have finished
     // Accumulating micro-batches: the gradient is whole after the last piece only.
     const bool stream = lastLocal && !accumulators_.empty() && microBatches_ == 1;
     if (stream) r_.reducer->streamContribution();
@@ -139,7 +148,7 @@ class TrainingBackend final : public StepBackend {
     const auto returned = Clock::now();
     backwardEnd_ = handoff ? handoff->backwardEnd() : returned;
     computeSeconds += secondsBetween(t0, returned);
-    if (logicalRank == 0) keepCopy(buffersOfRankZero_, r_.model->buffers());
+    if (logicalRank == 0) holds_ = Holds::RankZero;
     r_.reducer->addContribution(train::gradients(*r_.model));
     return stats;
   }
@@ -153,7 +162,9 @@ class TrainingBackend final : public StepBackend {
   }
 
   void applyRankZeroBuffers(bool ownsRankZero, int root) override {
-    if (ownsRankZero) copyInto(r_.model->buffers(), buffersOfRankZero_);
+    if (ownsRankZero && holds_ != Holds::RankZero)
+      copyInto(r_.model->buffers(), buffersOfRankZero_);
+    holds_ = Holds::Other;
     train::broadcastBuffers(*r_.model, *r_.deviceComm, root);
   }
 
@@ -215,6 +226,10 @@ class TrainingBackend final : public StepBackend {
   bool streamed_ = false;   // this round's last EST streamed
   Clock::time_point backwardEnd_;
   std::vector<at::Tensor> buffersAtStepStart_, buffersOfRankZero_;
+  // What the module's buffers hold now: the step's start, logical rank 0's after its forward
+  // (not copied out yet), or anything else.
+  enum class Holds { StepStart, RankZero, Other };
+  Holds holds_ = Holds::Other;
 };
 
 torch::autograd::variable_list GradientReady::operator()(const torch::autograd::variable_list& outputs,

@@ -29,16 +29,24 @@ void SlotOptimizer::step(double lr) {
   TL_REQUIRE(std::isfinite(lr) && lr >= 0, "optimizer ", name_,
              ": learning rate must be finite and >= 0 (got ", lr, ")");
   torch::NoGradGuard noGrad;
+  std::vector<size_t> indices;
+  indices.reserve(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
     const at::Tensor& grad = params_[i].grad();
     if (!grad.defined()) continue;
     TL_CHECK(!grad.is_sparse(), "optimizer ", name_, ": sparse gradients are not supported");
-    ParamState& state = states_[i];
-    ++state.step;
-    update(params_[i], grad, state, lr);
-    for (const auto& slot : state.slots) TL_CHECK(slot.defined(), name_, " left a slot unset");
+    indices.push_back(i);
+  }
+  for (size_t i : indices) ++states_[i].step;
+  updateAll(indices, lr);
+  for (size_t i : indices) {
+    for (const auto& slot : states_[i].slots) TL_CHECK(slot.defined(), name_, " left a slot unset");
   }
   ++steps_;
+}
+
+void SlotOptimizer::updateAll(const std::vector<size_t>& indices, double lr) {
+  for (size_t i : indices) update(params_[i], params_[i].grad(), states_[i], lr);
 }
 
 std::vector<std::pair<std::string, at::Tensor>> SlotOptimizer::state() const {

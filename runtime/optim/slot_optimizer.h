@@ -43,6 +43,14 @@ class SlotOptimizer : public Optimizer {
   // because their first value depends on the rule (SGD's buffer starts as a copy of d_p).
   virtual void update(at::Tensor& param, const at::Tensor& grad, ParamState& state, double lr) = 0;
 
+  // One step's updates: parameters `indices` (those with a gradient, in order), their counters
+  // already advanced, under a NoGradGuard. By default update() for each; an optimizer may update
+  // a list of parameters at a time instead, with the same ops and so the same bits (on a GPU one
+  // launch per op and list, not per op and parameter).
+  virtual void updateAll(const std::vector<size_t>& indices, double lr);
+  at::Tensor& paramAt(size_t i) { return params_[i]; }
+  ParamState& stateAt(size_t i) { return states_[i]; }
+
   const std::string& name() const { return name_; }
 
  private:

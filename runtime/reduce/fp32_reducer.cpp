@@ -1,6 +1,7 @@
 #include <ATen/ATen.h>
 
 #include "common/check.h"
+#include "runtime/foreach.h"
 #include "runtime/reduce/bucket_launches.h"
 #include "runtime/reduce/gradient_reducer.h"
 
@@ -100,10 +101,12 @@ class Fp32Reducer final : public GradientReducer {
       Fp32Bucket& b = buckets_[i];
       launches_->wait(i);
       b.flat.mul_(scale);
+      std::vector<at::Tensor> dst, src;  // one launch for the bucket where libtorch can
       for (size_t m = 0; m < b.members.size(); ++m) {
-        at::Tensor& dst = out[b.members[m]];
-        dst.copy_(b.flat.narrow(0, b.offsets[m], dst.numel()).view(dst.sizes()));
+        dst.push_back(out[b.members[m]]);
+        src.push_back(b.flat.narrow(0, b.offsets[m], dst.back().numel()).view(dst.back().sizes()));
       }
+      copyEach(dst, src);
     }
     return true;
   }

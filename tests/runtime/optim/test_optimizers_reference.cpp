@@ -265,5 +265,67 @@ TEST(OptimizerReference, ParametersOutsideTheDecayGroupTakeNoWeightDecay) {
   }
 }
 
+// SGD updates its parameters a list at a time (one list per weight decay, device and dtype, of
+// those that have their momentum buffer). Every parameter must still follow the single-tensor
+// rule bit for bit: parameters of two dtypes, two decay groups, one without a gradient at a
+// step, and one whose first gradient (its buffer's first copy) comes while the others are lists.
+TEST(OptimizerReference, SgdListsGiveTheSingleTensorBits) {
+  torch::manual_seed(7);
+  for (const std::string name : {"sgd", "nesterov"}) {
+    OptimizerOptions o;
+    o.name = name;
+    o.lr = 0.1;
+    o.momentum = 0.9;
+    o.dampening = name == "sgd" ? 0.25 : 0.0;
+    o.weightDecay = 0.03;
+    const bool nesterov = name == "nesterov";
+    std::vector<at::Tensor> params, mirror, buffers(6);
+    const std::vector<bool> decays = {true, false, true, true, false, true};
+    for (int i = 0; i < 6; ++i) {
+      const auto dtype = i % 3 == 2 ? torch::kDouble : torch::kFloat;
+      auto init = torch::randn({3 + i}, torch::TensorOptions().dtype(dtype)) * (i + 1);
+      params.push_back(init.clone().set_requires_grad(true));
+      mirror.push_back(init.clone());
+    }
+    auto optimizer = createOptimizer(o, params);
+    optimizer->setDecay(decays);
+    for (int step = 0; step < 5; ++step) {
+      const double lr = o.lr / (step + 1);
+      for (size_t i = 0; i < params.size(); ++i) {
+        // Parameter 3 has no gradient at step 1; parameter 5 gets its first at step 3.
+        const bool has = !(i == 3 && step == 1) && !(i == 5 && step < 3);
+        if (!has) {
+          params[i].mutable_grad() = at::Tensor();
+          continue;
+        }
+        auto g = torch::randn(params[i].sizes(), params[i].options().requires_grad(false)) *
+                 std::pow(10.0, step - 2);
+        params[i].mutable_grad() = g;
+        // The single-tensor rule (PyTorch's _single_tensor_sgd), op for op.
+        at::Tensor dp = g;
+        if (decays[i]) dp = dp.add(mirror[i], o.weightDecay);
+        if (!buffers[i].defined()) {
+          buffers[i] = dp.clone();
+        } else {
+          buffers[i].mul_(o.momentum).add_(dp, 1 - o.dampening);
+        }
+        dp = nesterov ? dp.add(buffers[i], o.momentum) : buffers[i];
+        mirror[i].add_(dp, -lr);
+      }
+      optimizer->step(lr);
+      for (size_t i = 0; i < params.size(); ++i)
+        ASSERT_TRUE(torch::equal(params[i].detach(), mirror[i]))
+            << name << " step " << step + 1 << " parameter " << i;
+    }
+    for (const auto& [key, tensor] : optimizer->state()) {
+      if (key == "5.step") {
+        EXPECT_EQ(tensor.item<int64_t>(), 2) << name;
+      } else if (key == "3.step") {
+        EXPECT_EQ(tensor.item<int64_t>(), 4) << name;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tl::optim
