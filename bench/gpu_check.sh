@@ -17,7 +17,7 @@
 #                4 ranks (gloo, all on one GPU), every step's loss and the final params_sha256:
 #                with tl's fixed-point rounding in DDP's hook the same bits (the pass condition);
 #                with exact averaging the first step that differs, recorded
-#   c overlap    --overlap on/off, exact and fp32: the same bits (gpu_consistency.sh "overlap")
+#   c overlap    --overlap on/off, exact and fp32, 2 processes sharing the GPU: the same bits (gpu_consistency.sh "overlap")
 #   d own_model  ResNet-18 (batch 32) and the GPT example: tl vs PyTorch eager on the same .pt;
 #                PyTorch's foreach/fused optimizers against its single-tensor form (optimizer_bits.py)
 #   e overhead   EST context-switch overhead (bench_context_switch --device) and the exact
@@ -318,8 +318,9 @@ stage_c() { TL_GPU_CONSISTENCY_PARTS=overlap TL_GPU_OVERLAP_ROUNDS=${TL_GPU_OVER
 # f: the job is 40 x the steps long; 10 on cuda (400 steps: time for four rescales, each at a
 # step boundary, on a fast device), the rehearsal's 6 on cpu.
 stage_f() { TL_GPU_CONSISTENCY_PARTS=inplace TMPDIR="$TMPDIR/tl-f" bench/gpu_consistency.sh "$BUILD" "$F_STEPS"; }
-# b: ResNet-18, 4 ESTs on one process, exact reduction: over NCCL (a size-1 communicator: its
-# reduce-scatter/allgather) and over MPI (host memory): the same params_sha256.
+# b: ResNet-18, 4 ESTs on one process, exact reduction, with --gpu-comm nccl (NCCL set up on the
+# device; a size-1 communicator starts no collective since 2026-12-06, and NCCL puts no two ranks
+# on one GPU) and mpi: the same params_sha256.
 stage_b() {
   set -e
   w="$TMPDIR/tl-b"; rm -rf "$w"; mkdir -p "$w"

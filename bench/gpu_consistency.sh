@@ -5,8 +5,8 @@
 # several processes share it through --gpu-comm mpi (tensors staged through host memory); one
 # process uses NCCL. Also shown, not asserted: --reduction fp32 across placements, the same job
 # on the CPU (other kernels, other bits), and images/s of each run.
-# Then --overlap on NCCL: ResNet-18 in DDP mode on the one process, overlap on and off in
-# alternating rounds, exact and fp32; asserted: the same params_sha256 on and off in each mode;
+# Then --overlap: ResNet-18 in DDP mode on two processes sharing the GPU (--gpu-comm mpi), overlap
+# on and off in alternating rounds, exact and fp32; asserted: the same params_sha256 on and off in each mode;
 # shown: the step times on and off and their ratio, as bench_overlap prints them.
 #
 # usage: bench/gpu_consistency.sh [BUILD_DIR] [STEPS]     (needs a CUDA libtorch and a GPU)
@@ -135,15 +135,15 @@ for MODEL in cnn resnet20; do
   fi
 done
 
-# --overlap with NCCL. One process (NCCL cannot put two ranks on one GPU), so the allreduce is
-# the size-1 communicator's copy: this checks the GPU path (gradients handed over from autograd's
-# device thread, buckets started on the NCCL stream during backward) and its bits, and measures
-# its overhead; a speed-up needs more GPUs.
+# --overlap: two processes sharing the GPU in DDP mode, over MPI (NCCL cannot put two ranks on
+# one GPU, and a job on one process reduces after backward: there is no collective to overlap).
+# This checks the GPU path (gradients handed over from autograd's device thread, buckets started
+# while backward runs) and its bits, and measures its cost; a speed-up needs more GPUs.
 OV_ROUNDS="${TL_GPU_OVERLAP_ROUNDS:-3}"
 OV_STEPS=12
 MODEL=overlap
 COMMON="--dataset cifar10 --data-dir $WORK/data --batch 64 --seed 11 --lr 0.05 --momentum 0.9 --log-every 0"
-MODEL_FLAGS="--model resnet18 --placement 1 --bucket-mb 5"
+MODEL_FLAGS="--model resnet18 --placement 1,1 --bucket-mb 5"
 # overlapFigures NAME: "MS_PER_STEP SHA DURING BUCKETS" of run NAME: the median step time after
 # two warm-up steps (the exact mode's first-step replay among them), and the last step's
 # overlap figures.
@@ -161,14 +161,14 @@ PY
 }
 if part overlap; then
 echo
-echo "--overlap on NCCL: resnet18, 1 process, DDP mode, batch 64, 5 MiB buckets, $OV_ROUNDS rounds (on/off order alternating)"
+echo "--overlap: resnet18, 2 processes sharing the device, DDP mode, --gpu-comm mpi, batch 64, 5 MiB buckets, $OV_ROUNDS rounds (on/off order alternating)"
 printf "%-14s %12s %12s %8s %16s  %-22s %s\n" config "off ms/step" "on ms/step" on/off "on/off range" "during backward (on)" "bits on vs off"
 for REDUCTION in exact fp32; do
   OFF_MS=() ON_MS=() RATIOS=() VERDICT=same DURING="-"
   for ((r = 0; r < OV_ROUNDS; r++)); do
     if ((r % 2 == 0)); then ORDER="off on"; else ORDER="on off"; fi
     for OV in $ORDER; do
-      SEG_STEPS=$OV_STEPS segment "$REDUCTION-$OV-$r" 1 --device $DEVICE --reduction $REDUCTION --overlap $OV
+      SEG_STEPS=$OV_STEPS segment "$REDUCTION-$OV-$r" 2 --device $DEVICE --gpu-comm mpi --reduction $REDUCTION --overlap $OV
       rc=$?
       FIG="nan failed - -"
       if [ $rc -eq 0 ]; then FIG=$(overlapFigures "$REDUCTION-$OV-$r") || FIG="nan failed - -"; fi

@@ -1,14 +1,14 @@
 // Real training: the order of operations here is part of the job's bits (buffers reset before
 // each EST's forward, EST 0's buffers kept, one reduction, then the optimizer).
 //
-// Overlap (--overlap on): a post-hook on every parameter's gradient accumulator hands the
-// parameter's final gradient of the round's last local EST to the reducer the moment autograd
-// has accumulated it, so the reducer starts a bucket's collective while backward computes the
-// earlier layers. On a CPU autograd runs the hooks on the training thread, which calls the
-// reducer at once. On a GPU autograd runs them on its device thread while the training thread
-// waits inside backward(): there backward runs on a helper thread and the hooks only queue the
-// gradients, which the training thread hands to the reducer as they come (gradient_handoff.h
-// gives the thread rule).
+// Overlap (--overlap on, with more than one process in the job): a post-hook on every parameter's
+// gradient accumulator hands the parameter's final gradient of the round's last local EST to the
+// reducer the moment autograd has accumulated it, so the reducer starts a bucket's collective
+// while backward computes the earlier layers. On a CPU autograd runs the hooks on the training
+// thread, which calls the reducer at once. On a GPU autograd runs them on its device thread while
+// the training thread waits inside backward(): there backward runs on a helper thread and the hooks
+// only queue the gradients, which the training thread hands to the reducer as they come
+// (gradient_handoff.h gives the thread rule).
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
@@ -124,8 +124,11 @@ class TrainingBackend final : public StepBackend {
     if (holds_ == Holds::RankZero) keepCopy(buffersOfRankZero_, r_.model->buffers());
     if (holds_ != Holds::StepStart) copyInto(r_.model->buffers(), buffersAtStepStart_);
     holds_ = Holds::Other;  // until this EST's forward is known to have finished
-    // Accumulating micro-batches: the gradient is whole after the last piece only.
-    const bool stream = lastLocal && !accumulators_.empty() && microBatches_ == 1;
+    // Accumulating micro-batches: the gradient is whole after the last piece only. A job on one
+    // process has no collective to hide behind backward (the reducers start none), so it
+    // reduces after backward: no hand-over, and on a GPU backward stays on the training thread.
+    const bool stream = lastLocal && !accumulators_.empty() && microBatches_ == 1 &&
+                        r_.deviceComm != nullptr && r_.deviceComm->size() > 1;
     if (stream) r_.reducer->streamContribution();
     streamed_ = stream;
     GradientHandoff* handoff = stream ? handoffFor(r_.device) : nullptr;

@@ -6,8 +6,11 @@
 //  - fp32 reduction: deterministic for a fixed placement, but without that guarantee.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "dataload/synthetic.h"
 #include "runtime/train/step.h"
@@ -101,6 +104,37 @@ TEST(InProcessConsistency, Fp32IsDeterministicButNotExact) {
   // In-memory reductions add in rank order, ((g0 + g1) + g2) + g3; placement 2,2 adds
   // (g0 + g1) + (g2 + g3): another rounding, other bits.
   EXPECT_NE(twoByTwo, ddp);
+}
+
+// One process has no collective to overlap: with --overlap on it reduces after backward (no
+// hand-over to a helper thread, as on a GPU; no overlap figures in the step records), with the
+// bits of --overlap off and of DDP mode.
+TEST(InProcessConsistency, OneProcessReducesAfterBackwardWithOverlapOn) {
+  for (const bool overlap : {true, false}) {
+    JobConfig job = testing::layoutTestJob(dataDir(), "exact");
+    job.overlap = overlap;
+    job.bucketBytes = 16 << 10;  // several buckets: each would have started during backward
+    const std::string metricsPath =
+        tl::testing::freshDir("inprocess_one_process_overlap") + "/metrics.jsonl";
+    tl::testing::runInMemoryRanks(1, [&](comm::Communicator& world) {
+      auto executor = ExecutorBuilder(job)
+                          .layout(Placement::even(kEsts, 1), world, world)
+                          .backwardOnHelperThread(true)
+                          .build();
+      train::MetricsLog metrics(metricsPath);
+      const train::TrainResult r = executor->run(metrics);
+      EXPECT_EQ(r.paramsSha256, ddpExact()) << "overlap " << overlap;
+    });
+    std::ifstream in(metricsPath);
+    int steps = 0;
+    for (std::string line; std::getline(in, line);) {
+      const auto record = nlohmann::json::parse(line);
+      if (record.at("type") != "step") continue;
+      ++steps;
+      EXPECT_FALSE(record.contains("overlap_buckets")) << record.dump();
+    }
+    EXPECT_EQ(steps, kLayoutTestSteps);
+  }
 }
 
 TEST(InProcessConsistency, SimulatedDeviceWaitsAndTrainsNothing) {
