@@ -15,6 +15,8 @@
 //                  TorchScript jobs kept theirs), and capping oneDNN there (DNNL_MAX_CPU_ISA=SSE41)
 //                  changed them again, while capping it at AVX2 did not
 //   2.6 / avx512   Debian 13, recorded 2026-11-28 by scripts/check_debian13.sh
+//   2.6 / avx2     Debian 13 on the AMD EPYC (Zen 3) of 1.13 / avx2, recorded 2026-12-06 by
+//                  scripts/check_debian13.sh (the MLP has 1.13's bits there, not 2.6 / avx512's)
 // With a pair that has none recorded, or kernels capped by environment variables, the test
 // prints what it got and is skipped.
 #include <gtest/gtest.h>
@@ -108,14 +110,16 @@ INSTANTIATE_TEST_SUITE_P(
             std::string(kCnn) + "--workers 1",
             {{"1.13/avx512", "7875159d56f4b762e9dcc3c8efaa77b3f5b2a1f83cdd1bae6f8005d60b736023"},
              {"1.13/avx2", "107973c8434bf11a62026fb807b6c1389d9b42cf1d846fb4aca43a44007d908d"},
-             {"2.6/avx512", "083c31bc40c026ea133745015642697dcdad9a015e436c03cefbc1788fc8022e"}}},
+             {"2.6/avx512", "083c31bc40c026ea133745015642697dcdad9a015e436c03cefbc1788fc8022e"},
+             {"2.6/avx2", "e9f4be18a275486d42c14caf94efe099d6d6525ad6bfc0301a3a442273ef1392"}}},
         GoldenJob{
             "cnn_3_1",
             2,
             std::string(kCnn) + "--placement 3,1 --workers 2",
             {{"1.13/avx512", "7875159d56f4b762e9dcc3c8efaa77b3f5b2a1f83cdd1bae6f8005d60b736023"},
              {"1.13/avx2", "107973c8434bf11a62026fb807b6c1389d9b42cf1d846fb4aca43a44007d908d"},
-             {"2.6/avx512", "083c31bc40c026ea133745015642697dcdad9a015e436c03cefbc1788fc8022e"}}},
+             {"2.6/avx512", "083c31bc40c026ea133745015642697dcdad9a015e436c03cefbc1788fc8022e"},
+             {"2.6/avx2", "e9f4be18a275486d42c14caf94efe099d6d6525ad6bfc0301a3a442273ef1392"}}},
         // ResNet-8 (BatchNorm, residuals), N = 4 on 3 processes.
         GoldenJob{
             "resnet8_2_1_1",
@@ -123,7 +127,8 @@ INSTANTIATE_TEST_SUITE_P(
             std::string(kResnet) + "--logical-workers 4 --placement 2,1,1",
             {{"1.13/avx512", "ebebe1c6c7bf863cdb3095690a2c1b666efe7e5405f46f0a4588dc7fa569d72f"},
              {"1.13/avx2", "9676d523e37b6b9d07e1b322f40e90c14b61773a8e1b0098ab351177110621ae"},
-             {"2.6/avx512", "f089ae0b9c46e1efa3a4861eeeffec70a7615044ff7328099fe6bc69ee7641ba"}}},
+             {"2.6/avx512", "f089ae0b9c46e1efa3a4861eeeffec70a7615044ff7328099fe6bc69ee7641ba"},
+             {"2.6/avx2", "7d18d3dd9a4d10aaf9cc298268e931b256ef7f4326563de08d36bdf1ad1a89c1"}}},
         // Adam with a cosine schedule and warm-up, N = 2 on one process.
         GoldenJob{
             "resnet8_adam_cosine",
@@ -132,7 +137,8 @@ INSTANTIATE_TEST_SUITE_P(
                                    "cosine --warmup-epochs 1",
             {{"1.13/avx512", "ed43165541588d76699023917ff621fbae97e1cba196bf4374dd4e4d741d8593"},
              {"1.13/avx2", "fe21ce11bc1c5666bd527f25cacbc932ecf3fc03147e3ea339d10e0343bb24df"},
-             {"2.6/avx512", "ed00338e60f1812d114bfa50f4bbddc53ce8b46b6a5b9a9663bd654059579ff3"}}},
+             {"2.6/avx512", "ed00338e60f1812d114bfa50f4bbddc53ce8b46b6a5b9a9663bd654059579ff3"},
+             {"2.6/avx2", "cffa7569cc28f024afa7959048351859aa5b930160b367a59f752f28932398c6"}}},
         // MLP on the real Fashion-MNIST (Debian's dataset-fashion-mnist), default augmentation.
         GoldenJob{
             "mlp_fashion",
@@ -140,7 +146,8 @@ INSTANTIATE_TEST_SUITE_P(
             "--model mlp --dataset fashion-mnist --batch 32 --steps 10 --seed 2",
             {{"1.13/avx512", "756f822ed03ecca816d5834048585a337caee4e53aa88f1ffc0080da3d411b30"},
              {"1.13/avx2", "756f822ed03ecca816d5834048585a337caee4e53aa88f1ffc0080da3d411b30"},
-             {"2.6/avx512", "efd4d40f36c95be8ca1d5e31c342f97e7a44e7cf7333525b121fec7c30f48cde"}}},
+             {"2.6/avx512", "efd4d40f36c95be8ca1d5e31c342f97e7a44e7cf7333525b121fec7c30f48cde"},
+             {"2.6/avx2", "756f822ed03ecca816d5834048585a337caee4e53aa88f1ffc0080da3d411b30"}}},
         // fp32 reduction on one process: no cross-process float sum, so it is reproducible too.
         GoldenJob{
             "cnn_fp32_one_process",
@@ -149,7 +156,8 @@ INSTANTIATE_TEST_SUITE_P(
             "--logical-workers 2 --reduction fp32",
             {{"1.13/avx512", "982d61918e6e17d33011261a466f9e6e2351f3524858d283acf3b22f8f00e225"},
              {"1.13/avx2", "65feb900f59cdd20120fde49c0642f595870a44da6c81b34e8fdec4d5dab2d82"},
-             {"2.6/avx512", "8303104a12b075c019a67aad80cc41084d4d56355dabbb72e4c8978fadc32b4b"}}},
+             {"2.6/avx512", "8303104a12b075c019a67aad80cc41084d4d56355dabbb72e4c8978fadc32b4b"},
+             {"2.6/avx2", "98210b6d25fde19aa0deb293b269b703f928b1622795ef1ff87b1f03d4541d3b"}}},
         // TorchScript (own_models.py, recorded at own-model-2): a scripted CNN with BatchNorm and
         // dropout, N = 4 on 3,1; examples/gpt's decoder at its smallest on tokens, N = 4 on 2,2.
         GoldenJob{
@@ -160,7 +168,8 @@ INSTANTIATE_TEST_SUITE_P(
             "--seed 3 --logical-workers 4 --placement 3,1",
             {{"1.13/avx512", "5e4fc9e0339d364db2c7c9c9eb8d741be855c25d1b0f5cfc395bce1298c14494"},
              {"1.13/avx2", "5e4fc9e0339d364db2c7c9c9eb8d741be855c25d1b0f5cfc395bce1298c14494"},
-             {"2.6/avx512", "ecfd533340192734e4e55be25d96413b918f8d15c626b6ae4668a40f9a7d0194"}}},
+             {"2.6/avx512", "ecfd533340192734e4e55be25d96413b918f8d15c626b6ae4668a40f9a7d0194"},
+             {"2.6/avx2", "b812befd592f9ae75fb18ad99c010313b38d3d4b672677a108b4fa801bf1782a"}}},
         GoldenJob{
             "torchscript_gpt_tokens_2_2",
             2,
@@ -168,7 +177,8 @@ INSTANTIATE_TEST_SUITE_P(
             "--data-dir @TOKENS@ --batch 4 --steps 10 --seed 3 --logical-workers 4 --placement 2,2",
             {{"1.13/avx512", "8c921fe165ba6da7997669749d86d0e8a1e190a3d23d5e413dbe24486d8a107e"},
              {"1.13/avx2", "8c921fe165ba6da7997669749d86d0e8a1e190a3d23d5e413dbe24486d8a107e"},
-             {"2.6/avx512", "fa7dd01aaa4e100830bcaffca34fd16e48f1c63c907b2b856796e9b4391b37ae"}}}),
+             {"2.6/avx512", "fa7dd01aaa4e100830bcaffca34fd16e48f1c63c907b2b856796e9b4391b37ae"},
+             {"2.6/avx2", "cfaa6acf438cb19cba7d96f9e2e9be070b5ae93e2e7f31920b21e8e255e2cf19"}}}),
     [](const ::testing::TestParamInfo<GoldenJob>& info) { return info.param.name; });
 
 }  // namespace
