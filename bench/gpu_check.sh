@@ -310,7 +310,7 @@ if [ "$DEVICE" = cuda ]; then F_STEPS=${TL_GPU_CHECK_INPLACE_STEPS:-10}; else F_
 H_STEPS=${TL_GPU_CHECK_DDP_STEPS:-20}  # stage h, on both devices (its CNN steps are cheap)
 export STEPS F_STEPS H_STEPS
 MPIRUN="mpirun --oversubscribe --bind-to none"
-export MPIRUN
+export MPIRUN LOGS
 
 stage_a() { TL_GPU_CONSISTENCY_PARTS=matrix TMPDIR="$TMPDIR/tl-a" bench/gpu_consistency.sh "$BUILD" "$STEPS"; }
 stage_c() { TL_GPU_CONSISTENCY_PARTS=overlap TL_GPU_OVERLAP_ROUNDS=${TL_GPU_OVERLAP_ROUNDS:-$([ "$TL_GPU_CHECK_DEVICE" = cuda ] && echo 2 || echo 1)} \
@@ -391,6 +391,24 @@ stage_d() {
   # Whether PyTorch's foreach/fused optimizers (its CUDA default) give its single-tensor form's
   # bits, which tl's optimizers follow.
   python3 bench/reference/optimizer_bits.py --device "$TL_GPU_CHECK_DEVICE"
+  # Where tl's ResNet-18 step spends what PyTorch's does not: its last 2 steps traced both ways
+  # (tl-launch --trace-steps; own_model_step.py --trace, torch.profiler; PyTorch eager with the
+  # deterministic kernels tl asks for), compared step by step: ATen ops, kernels, host waits for
+  # the device, device busy time (bench/reference/trace_summary.py). The traces travel in
+  # logs.tar.gz (logs/d-trace/, Chrome traces: ui.perfetto.dev).
+  local own="$BUILD/bench-tmp/own_model" w="$LOGS/d-trace" n=8
+  [ "$TL_GPU_CHECK_DEVICE" = cuda ] || n=3
+  rm -rf "$w" && mkdir -p "$w"
+  $MPIRUN -np 1 "$BIN/tl-launch" --model-file "$own/resnet18.pt" --dataset cifar10 --data-dir "$own/data" \
+    --augment off --optimizer sgd --lr 0.05 --momentum 0.9 --batch 32 --workers 0 --compute-threads 1 \
+    --logical-workers 1 --log-every 0 --control-bind none --device "$TL_GPU_CHECK_DEVICE" --steps $n \
+    --trace-steps $((n - 1))-$n --output-dir "$w/tl" > "$w/tl.log" 2>&1 || { cat "$w/tl.log"; return 1; }
+  grep "trace of steps" "$w/tl.log"
+  python3 bench/reference/own_model_step.py time --model resnet18 --file "$own/resnet18.pt" --variants eagerdet \
+    --device "$TL_GPU_CHECK_DEVICE" --warmup $((n - 2)) --steps 2 --trace "$w/eager.json" || return 1
+  python3 bench/reference/trace_summary.py "$w/tl/trace/rank-0.json" "$w/eager.json" --labels tl,eager \
+    --json "$w/summary.json" || return 1
+  echo "TRACE_SUMMARY $(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(json.dumps({l: r["steps"] for l, r in zip(d["labels"], d["runs"])}))' "$w/summary.json")"
 }
 # e: the context-switch overhead on the device, and the exact reduction's share of a ResNet-18
 # step (batch 32, 4 ESTs on one process) from tl-launch's epoch records: comm_s / total_s,
@@ -444,7 +462,7 @@ fi
 wanted h && { run_stage h 60 stage_h || FAILED=1; }
 wanted c && { run_stage c 75 stage_c || FAILED=1; }
 wanted g && { run_stage g 90 stage_g || FAILED=1; }
-wanted d && { run_stage d 90 stage_d || FAILED=1; }
+wanted d && { run_stage d 120 stage_d || FAILED=1; }
 wanted a && { run_stage a 150 stage_a || FAILED=1; }
 wanted f && { run_stage f 100 stage_f || FAILED=1; }
 wanted e && { run_stage e 100 stage_e || FAILED=1; }

@@ -140,6 +140,11 @@ def figures(name, log, meta):
         m = re.search(r"^OPTIMIZER_BITS (\{.*\})$", log, re.M)
         if m:
             f["optimizer_bits"] = json.loads(m.group(1))
+        # per traced step of ResNet-18, tl's and PyTorch eager's: wall ms, ATen ops, kernels,
+        # host waits for the device, device busy ms (trace_summary.py; traces in logs/d-trace/)
+        m = re.search(r"^TRACE_SUMMARY (\{.*\})$", log, re.M)
+        if m:
+            f["trace_steps"] = json.loads(m.group(1))
     elif name == "e":
         rows = []
         for line in log.splitlines():

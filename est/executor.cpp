@@ -9,6 +9,7 @@
 #include "est/executor_builder.h"
 #include "est/loader_tuning.h"
 #include "est/local_round.h"
+#include "runtime/train/step_trace.h"
 
 namespace tl::est {
 namespace {

@@ -30,6 +30,9 @@
 namespace c10 {
 struct Event;
 }
+namespace tl::train {
+class StepTrace;
+}
 
 namespace tl::est {
 
@@ -235,6 +238,8 @@ class EstExecutor {
   double slowdown_ = 1.0;
   std::shared_ptr<c10::Event> updated_;  // GPU: recorded after the last update (markUpdated)
   int updateDelayMs_ = 0;                // TL_TEST_UPDATE_DELAY_MS (executor_run.cpp)
+  std::unique_ptr<train::StepTrace> trace_;  // --trace-steps, from the run that reaches them
+  bool traceReported_ = false;
 };
 
 }  // namespace tl::est

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/check.h"
+#include "common/files.h"
 #include "est/executor.h"
 #include "est/loader_tuning.h"
 #include "est/local_round.h"
@@ -17,6 +18,9 @@
 #include "runtime/models/torchscript_model.h"
 #include "runtime/train/evaluate.h"
 #include "runtime/train/step.h"
+#include "runtime/train/step_trace.h"
+
+#include <spdlog/spdlog.h>
 
 namespace tl::est {
 
@@ -46,11 +50,33 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
     models::saveTorchScript(*replica_->model, models::torchScriptSavePath(path));  // --model-file
     return train::paramsSha256(*replica_->model);
   };
+  if (config_.traceFirst > 0 && !trace_ && inJob()) {
+    trace_ = std::make_unique<train::StepTrace>(
+        train::TraceSteps{config_.traceFirst, config_.traceLast},
+        joinPath(joinPath(config_.outputDir, "trace"),
+                 "rank-" + std::to_string(host_->rank()) + ".json"),
+        replica_->device);
+  }
+  // The lead says where the trace went, once, when this process has written its part.
+  const auto traceWritten = [this] {
+    if (!trace_ || !trace_->written() || !lead() || traceReported_) return;
+    traceReported_ = true;
+    const train::TraceCounts& c = trace_->counts();
+    spdlog::info("trace of steps {}-{} ({} recorded here: {} ATen ops, {}) in {}/",
+                 config_.traceFirst, config_.traceLast, c.steps, c.hostOps,
+                 c.deviceRecorded ? std::to_string(c.deviceEvents) + " device kernels and copies"
+                 : replica_->device.is_cpu()
+                     ? std::string("host only")
+                     : std::string("no device events: this libtorch records none"),
+                 joinPath(config_.outputDir, "trace"));
+  };
   retiredLoaders_ = data::LoaderStats{};
   // DDP's start: every member takes the parameters and buffers of EST 0's owner.
   if (inJob() && stepsDone_ == 0) train::broadcastState(*replica_->model, *replica_->deviceComm, placement_.owner(0));
   try {
     while (inJob() && stepsDone_ < plan_.totalSteps) {
+      const int64_t traced = stepsDone_ + 1;  // as the log counts steps
+      if (trace_) trace_->beginStep(traced);
       const auto r0 = Clock::now();
       if (!round_) startRound();
       const int64_t step = stepsDone_;
@@ -113,12 +139,21 @@ train::TrainResult EstExecutor::run(train::MetricsLog& metrics, StepObserver* ob
       lastSplit_ = StepSplit{secondsBetween(r0, t0), loaderStats().waitSeconds - waitBefore, s.computeSeconds,
                              s.commSeconds, secondsBetween(r0, c2)};
       record.recordStep(s, lead());
+      if (trace_) {
+        trace_->endStep(traced);
+        traceWritten();
+      }
       if (validation.due(stepsDone_) && data_.test) validation.validate(stepsDone_, score, save, metrics, lead());
       if (stepBoundary(observer, s.computeSeconds, local.samples, record.result()) == StepAction::Stop) break;
     }
   } catch (...) {
     endRound();
+    if (trace_) trace_->abandon();
     throw;
+  }
+  if (trace_) {
+    trace_->finish();  // the run ended inside the traced steps (a rescale, or the job's end)
+    traceWritten();
   }
   train::TrainResult result = record.finish(stepsDone_, lead(), inJob());
   const data::LoaderStats ls = loaderStats();

@@ -23,6 +23,7 @@
 #include "est/step_timers.h"
 #include "runtime/foreach.h"
 #include "runtime/optim/clip_grad_norm.h"
+#include "runtime/train/step_trace.h"
 
 namespace tl::est {
 namespace {
@@ -118,6 +119,7 @@ class TrainingBackend final : public StepBackend {
 
   train::BatchStats computeEst(int logicalRank, bool lastLocal, const at::Tensor& images,
                                const at::Tensor& labels, double& computeSeconds) override {
+    const train::TraceSpan span("tl::forward_backward");
     // DDP broadcasts rank 0's buffers before every forward: each EST starts from them. What the
     // module holds is copied only where needed: rank 0's updates before another EST overwrites
     // them, the step's start unless the module holds it already (one EST a step: no copy).
@@ -157,6 +159,7 @@ class TrainingBackend final : public StepBackend {
   }
 
   bool reduce(int logicalWorkers, double& seconds) override {
+    const train::TraceSpan span("tl::reduce");
     const auto t0 = Clock::now();
     auto grads = train::gradients(*r_.model);
     const bool done = r_.reducer->finish(grads, logicalWorkers);
@@ -171,7 +174,10 @@ class TrainingBackend final : public StepBackend {
     train::broadcastBuffers(*r_.model, *r_.deviceComm, root);
   }
 
-  void optimizerStep(double lr) override { r_.optimizer->step(lr); }
+  void optimizerStep(double lr) override {
+    const train::TraceSpan span("tl::optimizer");
+    r_.optimizer->step(lr);
+  }
 
   double clipGradients(double maxNorm) override {
     return optim::clipGradNorm(train::gradients(*r_.model), maxNorm).item<double>();

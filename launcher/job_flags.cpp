@@ -323,6 +323,32 @@ void addRunFlags(std::vector<LaunchFlag>& t) {
                      "<output-dir>/best/ (model.pt, and model.torchscript.pt with --model-file; best.json), "
                      "and its step to summary.json's best",
                      TL_FIELD(job.keepBest), true));
+  t.push_back(custom(
+      "trace-steps", kRun,
+      "record steps FIRST to LAST (counted from 1; one number: that step) with libtorch's "
+      "profiler: every ATen op "
+      "and tl's phases on the host and, with a CUDA libtorch that has Kineto, every kernel and "
+      "copy on the GPU, "
+      "written as a Chrome trace (chrome://tracing, ui.perfetto.dev) per process to "
+      "<output-dir>/trace/rank-R.json; "
+      "it changes no training bit [off]",
+      "5-6",
+      [](LaunchOptions& o, const std::string& v) {
+        const size_t dash = v.find('-', 1);
+        const int64_t first = parseInt(v.substr(0, dash), "--trace-steps");
+        const int64_t last =
+            dash == std::string::npos ? first : parseInt(v.substr(dash + 1), "--trace-steps");
+        if (first < 1) inputError("--trace-steps: steps count from 1, got ", first);
+        if (last < first)
+          inputError("--trace-steps: the last step (", last, ") comes before the first (", first,
+                     ")");
+        o.job.traceFirst = first;
+        o.job.traceLast = last;
+      },
+      [](const LaunchOptions& o) {
+        return o.job.traceFirst > 0 ? text(o.job.traceFirst) + "-" + text(o.job.traceLast)
+                                    : std::string();
+      }));
   t.push_back(string("save-model", kRun, "write the model's state dict (torch.load-able) here at the end; with --model-file also the "
                      "trained module as TorchScript, beside it as <name>.torchscript.pt", "/tmp/m.pt",
                      TL_FIELD(job.saveModel)));

@@ -119,6 +119,10 @@ struct RunSettings {
   int64_t evalBatches = 0;
   bool keepBest = false;
   std::string saveModel;       // write the final (or, with --steps 0, initial) state dict here
+  // --trace-steps: steps traceFirst..traceLast (from 1; 0: none) recorded by libtorch's profiler
+  // into <outputDir>/trace/rank-R.json (runtime/train/step_trace.h).
+  int64_t traceFirst = 0;
+  int64_t traceLast = 0;
   int64_t logEvery = 10;       // progress line every this many steps
   // A collective not completed by every process within this many seconds ends the job, naming
   // the processes that did not join it (a stopped or hung rank).

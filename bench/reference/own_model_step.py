@@ -18,6 +18,9 @@ times PyTorch's training step on them.
       A step: zero_grad, forward, loss (cross-entropy of the logits; the GPT's own loss),
       backward, optimizer step, loss.item(); SGD lr 0.05 momentum 0.9 for the image models
       (tl's default), AdamW lr 0.002 weight decay 0.01 for the GPT (as bench_own_model gives tl).
+      --trace FILE (one variant): its timed steps run under torch.profiler (CPU ops and, on a
+      GPU, kernels), each inside a span "tl::step N" as tl-launch --trace-steps marks its steps,
+      exported as a Chrome trace (bench/reference/trace_summary.py compares the two).
 
 Exit 77 when this python has no torch.
 """
@@ -60,14 +63,33 @@ def export(out, vocab):
         torch.jit.script(build(name, vocab)).save(os.path.join(out, name + ".pt"))
 
 
-def timed(step, warmup, steps):
+def timed(step, warmup, steps, trace=None, device="cpu"):
     for _ in range(warmup):
         step()
     ms = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        step()
-        ms.append((time.perf_counter() - t0) * 1e3)
+    profiler = None
+    if trace:
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if device != "cpu":
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        profiler = torch.profiler.profile(activities=activities)
+        profiler.__enter__()
+    try:
+        for k in range(steps):
+            t0 = time.perf_counter()
+            if profiler is not None:
+                with torch.autograd.profiler.record_function("tl::step %d" % (warmup + k + 1)):
+                    step()
+            else:
+                step()
+            ms.append((time.perf_counter() - t0) * 1e3)
+        if profiler is not None and device != "cpu":
+            torch.cuda.synchronize()
+    finally:
+        if profiler is not None:
+            profiler.__exit__(None, None, None)
+    if profiler is not None:
+        profiler.export_chrome_trace(trace)
     return ms
 
 
@@ -84,7 +106,10 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--variants", default="pt,plain,eager")
     p.add_argument("--device", default="cpu", help="where the module, batch and step run (loss.item() waits for it)")
+    p.add_argument("--trace", help="a Chrome trace of the timed steps (torch.profiler) to this file; one variant only")
     a = p.parse_args()
+    if a.trace and len(a.variants.split(",")) != 1:
+        p.error("--trace: give one variant (--variants), got '%s'" % a.variants)
     if "eagerdet" in a.variants.split(","):
         # tl's setting (runtime/train/step_plan.cpp); cuBLAS reads it when it starts.
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -136,7 +161,7 @@ def main():
         torch.backends.cudnn.deterministic = deterministic
         torch.backends.cudnn.benchmark = False
         try:
-            out[variant] = timed(step, a.warmup, a.steps)
+            out[variant] = timed(step, a.warmup, a.steps, a.trace, a.device)
         finally:
             torch._C._set_graph_executor_optimize(True)
             torch.use_deterministic_algorithms(False)

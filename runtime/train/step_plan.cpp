@@ -56,6 +56,11 @@ StepPlan planSteps(const JobConfig& config, int64_t stepsPerEpoch) {
     p.schedule.decaySteps = s.decaySteps >= 0 ? s.decaySteps : std::max<int64_t>(0, p.totalSteps - 1);
   }
   optim::validate(p.schedule);
+  TL_REQUIRE(config.traceFirst == 0 || !config.outputDir.empty(),
+             "--trace-steps: needs --output-dir (the trace goes to <output-dir>/trace/)");
+  TL_REQUIRE(config.traceLast <= p.totalSteps, "--trace-steps ", config.traceFirst, "-",
+             config.traceLast, ": the job has ", p.totalSteps, " step",
+             p.totalSteps == 1 ? "" : "s");
   return p;
 }
 

@@ -156,6 +156,10 @@ inline json expectOneInPlaceRecovery(const tl::testing::CommandResult& result,
 class InPlaceRecovery : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+#if TL_OPEN_MPI_5
+    GTEST_SKIP() << "tl-run refuses --recovery in-place with Open MPI 5 (test_recovery_in_place's "
+                    "InPlaceOnOpenMpi5 checks that); docs/guide/debian13.md";
+#endif
     std::string error;
     gDataDir = tl::testing::makeSyntheticCifar("recovery_in_place_data", 256, 32, 4, &error);
     ASSERT_EQ(error, "");
@@ -170,6 +174,9 @@ class InPlaceRecovery : public ::testing::Test {
     static std::string hash;
     return hash;
   }
+#if TL_OPEN_MPI_5
+  void SetUp() override { GTEST_SKIP() << "in place is refused with Open MPI 5"; }
+#endif
 
   // Kills `victims` non-lead ranks of the `processes` running `out`, `delayMs` after step `after`
   // was logged; returns {the step logged at the kill, the kill's Unix time}.

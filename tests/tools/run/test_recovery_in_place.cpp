@@ -199,4 +199,21 @@ TEST_F(InPlaceRecovery, GrowsBackThenSurvivesASecondLoss) {
   expectEveryStepOnce(out);
 }
 
+#if TL_OPEN_MPI_5
+// Open MPI 5: tl-run refuses in place with one line that says why and what to use, before it
+// starts anything; its default there is the restart path (test_recovery).
+TEST(InPlaceOnOpenMpi5, RefusedWithOneClearError) {
+  const std::string out = freshDir("recovery_in_place_ompi5");
+  const auto r =
+      runCommand(std::string(TL_RUN_BIN) + " --np 2 --recovery in-place --launch " + TL_LAUNCH_BIN +
+                     " -- --dataset cifar10 --data-dir " + out + " --output-dir " + out + "/job",
+                 60, out);
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_EQ(
+      tl::testing::countOccurrences(r.err, "--recovery in-place: not available with Open MPI 5"), 1)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out + "/job/recovery")) << "nothing was started";
+}
+#endif
+
 }  // namespace
