@@ -72,6 +72,16 @@ class TorchScriptModel final : public Model {
 
 bool isZipArchive(const std::string& bytes) { return bytes.rfind("PK\x03\x04", 0) == 0; }
 
+std::string sha256Of(const std::string& bytes) {
+  Sha256 h;
+  h.update(bytes.data(), bytes.size());
+  return h.hexDigest();
+}
+
+// Until 2026-12-06 tl recorded a module's bytes in hex where it meant their SHA-256 (in
+// summary.json and checkpoints): a job resumed from such a checkpoint is checked against that.
+bool recordedByOlderTl(const std::string& recorded) { return recorded.size() != 64; }
+
 }  // namespace
 
 std::string fileSha256(const std::string& path, const std::string& flag) {
@@ -82,19 +92,26 @@ std::string fileSha256(const std::string& path, const std::string& flag) {
   } catch (const InputError& e) {
     inputError(flag, " '", path, "': cannot be read: ", e.what());
   }
-  return Sha256::hex(bytes.data(), bytes.size());
+  return sha256Of(bytes);
 }
 
 std::shared_ptr<Model> loadTorchScriptModel(const ModelConfig& config) {
   const std::string& path = config.file;
+  const bool older = !config.fileSha256.empty() && recordedByOlderTl(config.fileSha256);
+  // The job's module, as the messages name it.
+  const std::string recorded =
+      older ? "the module recorded by an older tl" : "the module of SHA-256 " + config.fileSha256;
   TL_REQUIRE(fileExists(path), "--model-file '", path, "': no such file",
-             config.fileSha256.empty() ? "" : " (the job's module has SHA-256 " + config.fileSha256 +
-                                                  "; give --model-file that module)");
+             config.fileSha256.empty()
+                 ? ""
+                 : " (the job was defined with " + recorded + "; give --model-file that module)");
   const std::string bytes = readFile(path);
-  const std::string sha = Sha256::hex(bytes.data(), bytes.size());
-  TL_REQUIRE(config.fileSha256.empty() || sha == config.fileSha256, "--model-file '", path,
-             "' has SHA-256 ", sha, ", but the job was defined with the module of SHA-256 ",
-             config.fileSha256, ": give --model-file the module the job started with");
+  const std::string sha = sha256Of(bytes);
+  const bool same = config.fileSha256.empty() ||
+                    (older ? Sha256::hex(bytes.data(), bytes.size()) == config.fileSha256
+                           : sha == config.fileSha256);
+  TL_REQUIRE(same, "--model-file '", path, "' has SHA-256 ", sha, ", but the job was defined with ",
+             recorded, ": give --model-file the module the job started with");
   TL_REQUIRE(isZipArchive(bytes), "--model-file '", path,
              "' is not a TorchScript module (not a zip archive); export one with "
              "torch.jit.script(model).save(path) or torch.jit.trace(model, example).save(path)");

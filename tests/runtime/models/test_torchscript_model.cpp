@@ -12,6 +12,8 @@
 #include <filesystem>
 
 #include "common/check.h"
+#include "common/files.h"
+#include "common/sha256.h"
 #include "dataload/memory_dataset.h"
 #include "dataload/transforms.h"
 #include "runtime/models/model.h"
@@ -161,6 +163,28 @@ TEST_F(TorchScriptModel, BadFilesAreRefusedNamingThem) {
   const std::string e = errorOf(changed);
   EXPECT_NE(e.find(changed.fileSha256), std::string::npos) << e;
   EXPECT_NE(e.find(tl::models::fileSha256(changed.file, "--model-file")), std::string::npos) << e;
+}
+
+// The job's module is named by its SHA-256 (64 hex digits, what summary.json and checkpoints
+// record), not by its bytes; a checkpoint of an older tl recorded the bytes in hex, and the
+// same module is still accepted against it (another is not).
+TEST_F(TorchScriptModel, ModuleIsNamedByItsSha256) {
+  const std::string path = gDir + "/bn_dropout_cnn.pt";
+  const std::string bytes = tl::readFile(path);
+  tl::Sha256 h;
+  h.update(bytes.data(), bytes.size());
+  const std::string sha = tl::models::fileSha256(path, "--model-file");
+  EXPECT_EQ(sha, h.hexDigest());
+  EXPECT_EQ(sha.size(), 64u);
+  ModelConfig older = config("bn_dropout_cnn.pt");
+  older.fileSha256 = tl::Sha256::hex(bytes.data(), bytes.size());
+  EXPECT_NE(tl::models::createModel(older), nullptr);
+  ModelConfig olderOther = config("bn_dropout_cnn.pt");
+  const std::string other = tl::readFile(gDir + "/other_cnn.pt");
+  olderOther.fileSha256 = tl::Sha256::hex(other.data(), other.size());
+  const std::string e = errorOf(olderOther);
+  EXPECT_NE(e.find("the module recorded by an older tl"), std::string::npos) << e;
+  EXPECT_LT(e.size(), 1000u) << "the error names the module, it does not print it";
 }
 
 // The trial forward pass on the first samples of the data.
